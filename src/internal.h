@@ -1,0 +1,89 @@
+/*
+ * internal.h — what the API layer (src/), the reference kernels (ref/) and
+ * the fused kernels (fused/) share.  Not installed.
+ *
+ * The API layer validates every argument before it calls anything here, so
+ * the functions below may assume: pointers the op needs are non-NULL, sizes
+ * are in range, leading dimensions hold their rows, eps is finite and > 0.
+ * What they must still check themselves is said beside each.
+ *
+ * Error reporting: a failing function calls nf_fail() (or a NF_TRY_* macro)
+ * and returns its status; nf_fail records "where: message" for
+ * nf_last_error().
+ */
+#ifndef NF_INTERNAL_H
+#define NF_INTERNAL_H
+
+#include "normfuse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Record a failure for nf_last_error() and return `status`. */
+nf_status nf_fail(nf_status status, const char *where, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- context ------------------------------------------------------------ */
+
+struct cublasLtContext;
+struct cudnnContext;
+
+/* The context's stream, as cudaStream_t's underlying type. */
+nf_stream nf_ctx_stream(const nf_context *ctx);
+/* Compute capability, 10*major+minor, and the multiprocessor count. */
+int nf_ctx_arch(const nf_context *ctx);
+int nf_ctx_sm_count(const nf_context *ctx);
+/* Lazily created library handles (NULL plus a recorded error on failure). */
+nf_status nf_ctx_cublaslt(nf_context *ctx, struct cublasLtContext **handle);
+nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle);
+/* A device scratch buffer of at least `bytes`, owned by the context, valid
+ * until the next call that asks for workspace.  `slot` picks one of
+ * NF_WORKSPACE_SLOTS independent buffers, so a pipeline can hold several
+ * intermediates at once.  Growing it synchronises the context's stream. */
+#define NF_WORKSPACE_SLOTS 4
+nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr);
+
+/* ---- reference GEMM (ref/gemm_cublaslt.c) ------------------------------- */
+
+/* C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major bf16, fp32
+ * accumulation.  op(A) is [M,K]: A is stored [M,K] (trans_a = 0) or [K,M]
+ * (trans_a = 1); likewise op(B) is [K,N] from B stored [K,N] or [N,K]. */
+typedef struct nf_gemm_args {
+    int64_t M, N, K;
+    const nf_bf16 *A; int64_t lda; int trans_a;
+    const nf_bf16 *B; int64_t ldb; int trans_b;
+    nf_bf16 *C; int64_t ldc;
+    float alpha, beta;
+} nf_gemm_args;
+nf_status nf_ref_gemm(nf_context *ctx, const nf_gemm_args *g);
+
+/* ---- reference kernels (ref/) ------------------------------------------- */
+
+nf_status nf_ref_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a);
+nf_status nf_ref_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a);
+nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a);
+nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a);
+nf_status nf_ref_fold_weight(nf_context *ctx, int64_t K, int64_t N, const nf_bf16 *g,
+                             const nf_bf16 *W, int64_t ldw, nf_bf16 *Wg, int64_t ldwg);
+nf_status nf_ref_prenorm_gemm_fwd(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a);
+nf_status nf_ref_prenorm_gemm_bwd(nf_context *ctx, const nf_prenorm_gemm_bwd_args *a);
+nf_status nf_ref_postnorm_gemm_fwd(nf_context *ctx, const nf_postnorm_gemm_fwd_args *a);
+nf_status nf_ref_postnorm_gemm_bwd(nf_context *ctx, const nf_postnorm_gemm_bwd_args *a);
+nf_status nf_ref_attention_fwd(nf_context *ctx, const nf_attention_fwd_args *a);
+nf_status nf_ref_attention_bwd(nf_context *ctx, const nf_attention_bwd_args *a);
+
+/* ---- fused kernels (fused/) --------------------------------------------- */
+
+/* Checks its own shape and alignment needs (K, N multiples of 8; 16-byte
+ * aligned A, Wg, Y; lda, ldwg, ldy multiples of 8) and the device (sm_90). */
+nf_status nf_fused_prenorm_gemm_fwd(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NF_INTERNAL_H */

@@ -32,6 +32,8 @@ nf_status nf_fail(nf_status status, const char *where, const char *fmt, ...)
 struct cublasLtContext;
 struct cudnnContext;
 
+/* Make the context's device current on the calling thread. */
+nf_status nf_ctx_activate(nf_context *ctx);
 /* The context's stream, as cudaStream_t's underlying type. */
 nf_stream nf_ctx_stream(const nf_context *ctx);
 /* Compute capability, 10*major+minor, and the multiprocessor count. */
@@ -78,8 +80,9 @@ nf_status nf_ref_attention_bwd(nf_context *ctx, const nf_attention_bwd_args *a);
 
 /* ---- fused kernels (fused/) --------------------------------------------- */
 
-/* Checks its own shape and alignment needs (K, N multiples of 8; 16-byte
- * aligned A, Wg, Y; lda, ldwg, ldy multiples of 8) and the device (sm_90). */
+/* The API layer has already checked the fused kernel's own needs (K, N
+ * multiples of 8; 16-byte aligned A, Wg or W, Y; lda, ldwg or ldw, ldy
+ * multiples of 8; Wg set when g is; an sm_90 device). */
 nf_status nf_fused_prenorm_gemm_fwd(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a);
 
 #ifdef __cplusplus

@@ -1,0 +1,48 @@
+/*
+ * cli.h — what the `normfuse` subcommands share: the entry points, and the
+ * CUDA check macro every tool uses (file and line on failure).
+ */
+#ifndef NF_CLI_H
+#define NF_CLI_H
+
+#include <stdio.h>
+
+#include <cuda_runtime_api.h>
+
+#include "normfuse.h"
+
+/* Each returns the process exit status. */
+int nf_cmd_bench(int argc, char **argv);
+int nf_cmd_gate(int argc, char **argv);
+int nf_cmd_check(int argc, char **argv);
+int nf_cmd_report(int argc, char **argv);
+int nf_cmd_fuzz(int argc, char **argv);
+
+/* Evaluate a CUDA runtime call; on failure print file:line and the error,
+ * then `goto fail` in the calling function. */
+#define NF_CUDA_CHECK(call)                                                             \
+    do {                                                                                \
+        cudaError_t e_ = (call);                                                        \
+        if (e_ != cudaSuccess) {                                                        \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,        \
+                    cudaGetErrorString(e_));                                            \
+            goto fail;                                                                  \
+        }                                                                               \
+    } while (0)
+
+/* Evaluate a normfuse call; on failure print file:line, the status and
+ * nf_last_error(), then `goto fail`. */
+#define NF_CHECK(call)                                                                  \
+    do {                                                                                \
+        nf_status s_ = (call);                                                          \
+        if (s_ != NF_OK) {                                                              \
+            fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call,    \
+                    nf_status_name(s_), nf_last_error());                               \
+            goto fail;                                                                  \
+        }                                                                               \
+    } while (0)
+
+/* Write s to f as a JSON string literal (quotes and escapes included). */
+void nf_json_string(FILE *f, const char *s);
+
+#endif /* NF_CLI_H */

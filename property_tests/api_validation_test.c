@@ -1,0 +1,238 @@
+/*
+ * api_validation_test.c — every launcher rejects every class of bad argument
+ * with its status and a message naming the argument, before it touches the
+ * device (so these run, and must pass, on a machine without a GPU).
+ *
+ * Pointers here are host addresses that are never dereferenced: a launcher
+ * that got past validation would need `ctx`, which is NULL, and would fail
+ * with NF_ERR_NULL_ARGUMENT "ctx" instead of the status expected.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "normfuse.h"
+
+static _Alignas(64) nf_bf16 buf[1 << 12];
+static _Alignas(64) float fbuf[1 << 10];
+static _Alignas(64) int32_t offsets[3] = {0, 5, 9};
+
+#define BF (buf)
+#define F32 (fbuf)
+
+static void expect(nf_status got, nf_status want, const char *needle)
+{
+    cr_assert_eq(got, want, "status %s (%s), expected %s", nf_status_name(got), nf_last_error(),
+                 nf_status_name(want));
+    cr_assert(strstr(nf_last_error(), needle) != NULL, "message '%s' does not name '%s'",
+              nf_last_error(), needle);
+}
+
+static nf_norm_fwd_args norm_fwd(void)
+{
+    return (nf_norm_fwd_args){.kind = NF_NORM_LAYER, .M = 4, .n = 16, .x = BF, .ldx = 16,
+                              .g = BF, .b = BF, .eps = 1e-5f, .y = BF + 256, .ldy = 16,
+                              .mean = F32, .rstd = F32 + 8};
+}
+
+static nf_prenorm_gemm_fwd_args prenorm_fwd(void)
+{
+    return (nf_prenorm_gemm_fwd_args){.M = 4, .K = 16, .N = 8, .A = BF, .lda = 16, .g = BF,
+                                      .W = BF + 64, .ldw = 8, .Wg = BF + 256, .ldwg = 8,
+                                      .eps = 1e-6f, .Y = BF + 512, .ldy = 8, .rstd = F32};
+}
+
+static nf_attention_fwd_args attention_fwd(void)
+{
+    return (nf_attention_fwd_args){
+        .B = 2, .H = 2, .D = 8, .Tq = 9, .Tk = 9, .offsets_q = offsets, .offsets_k = NULL,
+        .max_seqlen_q = 5, .max_seqlen_k = 5, .Q = BF, .ldq = 16, .K = BF, .ldk = 16, .V = BF,
+        .ldv = 16, .act = NF_ACT_SOFTMAX, .scale = 0.35f, .causal = 1, .g_ln = BF, .b_ln = BF,
+        .eps_ln = 1e-5f, .g_rms = BF, .eps_rms = 1e-6f, .R = NULL, .Y = BF + 1024, .ldy = 16,
+        .lse = F32};
+}
+
+Test(api_validation, valid_arguments_reach_the_context_check)
+{
+    nf_norm_fwd_args a = norm_fwd();
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_NULL_ARGUMENT, "ctx");
+    nf_prenorm_gemm_fwd_args p = prenorm_fwd();
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_NULL_ARGUMENT, "ctx");
+    nf_attention_fwd_args t = attention_fwd();
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_NULL_ARGUMENT, "ctx");
+}
+
+Test(api_validation, null_args_struct)
+{
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, NULL), NF_ERR_NULL_ARGUMENT, "args");
+    expect(nf_norm_bwd(NULL, NF_IMPL_REF, NULL), NF_ERR_NULL_ARGUMENT, "args");
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, NULL), NF_ERR_NULL_ARGUMENT, "args");
+    expect(nf_prenorm_gemm_bwd(NULL, NF_IMPL_REF, NULL), NF_ERR_NULL_ARGUMENT, "args");
+    expect(nf_postnorm_gemm_fwd(NULL, NF_IMPL_REF, NULL), NF_ERR_NULL_ARGUMENT, "args");
+    expect(nf_postnorm_gemm_bwd(NULL, NF_IMPL_REF, NULL), NF_ERR_NULL_ARGUMENT, "args");
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, NULL), NF_ERR_NULL_ARGUMENT, "args");
+    expect(nf_attention_bwd(NULL, NF_IMPL_REF, NULL), NF_ERR_NULL_ARGUMENT, "args");
+}
+
+Test(api_validation, null_required_pointer)
+{
+    nf_norm_fwd_args a = norm_fwd();
+    a.x = NULL;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_NULL_ARGUMENT, "x is NULL");
+    a = norm_fwd();
+    a.y = NULL;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_NULL_ARGUMENT, "y is NULL");
+    nf_prenorm_gemm_fwd_args p = prenorm_fwd();
+    p.W = NULL;
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_NULL_ARGUMENT, "W is NULL");
+    nf_norm_bwd_args b = {.kind = NF_NORM_RMS, .M = 2, .n = 8, .x = BF, .ldx = 8, .rstd = NULL,
+                          .dy = BF, .lddy = 8, .dx = BF + 64, .lddx = 8};
+    expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_NULL_ARGUMENT, "rstd is NULL");
+    nf_attention_fwd_args t = attention_fwd();
+    t.offsets_q = NULL;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_NULL_ARGUMENT, "offsets_q");
+    expect(nf_fold_weight(NULL, 4, 4, NULL, BF, 4, BF + 64, 4), NF_ERR_NULL_ARGUMENT, "g is NULL");
+}
+
+Test(api_validation, size_out_of_range)
+{
+    nf_norm_fwd_args a = norm_fwd();
+    a.M = 0;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_BAD_SIZE, "M is 0");
+    a = norm_fwd();
+    a.n = NF_NORM_MAX_N + 1;
+    a.ldx = a.ldy = a.n;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_BAD_SIZE, "n is 65537");
+    nf_prenorm_gemm_fwd_args p = prenorm_fwd();
+    p.K = -3;
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_BAD_SIZE, "K is -3");
+    nf_attention_fwd_args t = attention_fwd();
+    t.D = NF_ATTENTION_MAX_D + 1;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_SIZE, "D is 257");
+    t = attention_fwd();
+    t.max_seqlen_q = 10; /* longer than Tq = 9 */
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_SIZE, "max_seqlen_q");
+}
+
+Test(api_validation, leading_dimension_too_small)
+{
+    nf_norm_fwd_args a = norm_fwd();
+    a.ldx = 15;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_BAD_STRIDE, "ldx is 15");
+    nf_prenorm_gemm_fwd_args p = prenorm_fwd();
+    p.ldy = 7;
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_BAD_STRIDE, "ldy is 7");
+    p = prenorm_fwd();
+    p.lda = 20; /* >= K but not a multiple of 8: fine for ref, not for the TMA kernel */
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_NULL_ARGUMENT, "ctx");
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_BAD_STRIDE, "lda is 20");
+    a = norm_fwd();
+    a.M = 3;
+    a.ldx = INT64_MAX / 2;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_BAD_STRIDE, "overflow");
+}
+
+Test(api_validation, misaligned_pointer)
+{
+    nf_norm_fwd_args a = norm_fwd();
+    a.x = (const nf_bf16 *)((const char *)BF + 1);
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_MISALIGNED, "x (");
+    a = norm_fwd();
+    a.rstd = (float *)((char *)F32 + 2);
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_MISALIGNED, "rstd");
+    nf_prenorm_gemm_fwd_args p = prenorm_fwd();
+    p.A = BF + 4; /* 8-byte aligned: enough for ref, not for TMA */
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_NULL_ARGUMENT, "ctx");
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_MISALIGNED, "A (");
+}
+
+Test(api_validation, eps_not_finite_positive)
+{
+    const float bad[] = {0.0f, -1e-6f, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        nf_norm_fwd_args a = norm_fwd();
+        a.eps = bad[i];
+        expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_BAD_EPS, "eps");
+        nf_prenorm_gemm_fwd_args p = prenorm_fwd();
+        p.eps = bad[i];
+        expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_BAD_EPS, "eps");
+        nf_attention_fwd_args t = attention_fwd();
+        t.eps_rms = bad[i];
+        expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_EPS, "eps_rms");
+    }
+}
+
+Test(api_validation, enum_or_scalar_out_of_range)
+{
+    nf_norm_fwd_args a = norm_fwd();
+    a.kind = (nf_norm_kind)7;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_BAD_VALUE, "kind");
+    a = norm_fwd();
+    expect(nf_norm_fwd(NULL, (nf_impl)42, &a), NF_ERR_BAD_VALUE, "impl");
+    expect(nf_norm_fwd(NULL, NF_IMPL_FUSED, &a), NF_ERR_BAD_VALUE, "impl fused");
+    nf_attention_fwd_args t = attention_fwd();
+    t.act = NF_ACT_COUNT;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_VALUE, "act");
+    t = attention_fwd();
+    t.scale = NAN;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_VALUE, "scale");
+    t = attention_fwd();
+    t.causal = 2;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_VALUE, "causal");
+    cr_assert_str_eq(nf_status_name(NF_ERR_BAD_VALUE), "NF_ERR_BAD_VALUE");
+    cr_assert_str_eq(nf_status_name((nf_status)999), "NF_STATUS_UNKNOWN");
+}
+
+Test(api_validation, inconsistent_arguments)
+{
+    nf_norm_fwd_args a = norm_fwd();
+    a.kind = NF_NORM_RMS; /* b and mean are still set */
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_INCONSISTENT, "b is set");
+    nf_norm_bwd_args b = {.kind = NF_NORM_RMS, .M = 2, .n = 8, .x = BF, .ldx = 8, .g = BF,
+                          .rstd = F32, .dy = BF, .lddy = 8, .dx = BF + 64, .lddx = 8, .dg = NULL};
+    expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_INCONSISTENT, "dg is NULL");
+    nf_prenorm_gemm_fwd_args p = prenorm_fwd();
+    p.Wg = NULL;
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_INCONSISTENT, "Wg");
+    nf_attention_fwd_args t = attention_fwd();
+    t.act = NF_ACT_GELU; /* lse is still set */
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_INCONSISTENT, "lse");
+    t = attention_fwd();
+    t.Tk = 12; /* offsets_k NULL means keys are the queries */
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_INCONSISTENT, "offsets_k");
+}
+
+Test(api_validation, shape_the_fused_kernel_lacks)
+{
+    nf_prenorm_gemm_fwd_args p = prenorm_fwd();
+    p.N = 6;
+    p.ldw = p.ldwg = p.ldy = 8;
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_UNSUPPORTED_SHAPE, "N is 6");
+    p = prenorm_fwd();
+    p.K = 12;
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_UNSUPPORTED_SHAPE, "K is 12");
+}
+
+Test(api_validation, kernels_not_built_say_so)
+{
+    nf_postnorm_gemm_fwd_args q = {.kind = NF_NORM_LAYER, .M = 4, .K = 8, .N = 8, .X = BF,
+                                   .ldx = 8, .W = BF, .ldw = 8, .eps = 1e-5f, .Y = BF + 64,
+                                   .ldy = 8};
+    expect(nf_postnorm_gemm_fwd(NULL, NF_IMPL_FUSED, &q), NF_ERR_NOT_IMPLEMENTED, "impl fused");
+    nf_attention_fwd_args t = attention_fwd();
+    expect(nf_attention_fwd(NULL, NF_IMPL_FUSED, &t), NF_ERR_NOT_IMPLEMENTED, "impl fused");
+}
+
+Test(api_validation, context_without_device_or_pointer)
+{
+    expect(nf_context_create(NULL, 0), NF_ERR_NULL_ARGUMENT, "ctx");
+    nf_context *ctx = (nf_context *)0x1;
+    nf_status s = nf_context_create(&ctx, -1);
+    if (s == NF_ERR_NO_DEVICE) { /* the CI machine */
+        cr_assert_null(ctx);
+        cr_assert(strstr(nf_last_error(), "no CUDA device") != NULL, "%s", nf_last_error());
+    } else {
+        expect(s, NF_ERR_BAD_VALUE, "device is -1");
+    }
+}

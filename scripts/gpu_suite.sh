@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# gpu_suite.sh STEPS OUTDIR — build and run the GPU suite on a GPU host,
+# writing logs and data into OUTDIR (each file headed by the date, the GPU,
+# the commit and the command that made it).
+#
+#   STEPS: comma list of  build, tests, bench, quickbench, gate  (default all but quickbench)
+#
+# On a host without network the dependencies come from .gpu-deps (see
+# scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+steps="${1:-build,tests,bench,gate}"
+out="$(mkdir -p "${2:-$root/reports/gpu-run}" && cd "${2:-$root/reports/gpu-run}" && pwd)"
+build="$root/build"
+export PATH="$PATH:/usr/local/cuda/bin"
+cmake_args=()
+if [ -d "$root/.gpu-deps/debs" ] && ! [ -f /usr/include/mpfr.h ]; then
+  "$root/scripts/prepare_offline_gpu_host.sh" unpack >/dev/null
+  cmake_args+=("-DCMAKE_PREFIX_PATH=$root/.gpu-deps/prefix/usr")
+  export LD_LIBRARY_PATH="$root/.gpu-deps/prefix/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+fi
+gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
+commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+dirty="$(git -C "$root" status --porcelain 2>/dev/null | grep -q . && echo "+uncommitted" || true)"
+header() { # file command
+  printf '# %s\n# date: %s\n# gpu: %s\n# commit: %s%s\n# command: %s\n\n' "$(basename "$1")" \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$gpu" "$commit" "$dirty" "$2" > "$1"
+}
+has() { [[ ",$steps," == *",$1,"* ]]; }
+
+if has build; then
+  header "$out/build.log" "cmake -S . -B build ${cmake_args[*]} && cmake --build build -j"
+  { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
+    cmake --build "$build" -j "$(nproc)"; } >> "$out/build.log" 2>&1 ||
+    { tail -40 "$out/build.log"; echo "gpu_suite: build failed"; exit 1; }
+  echo "gpu_suite: build ok"
+fi
+if has tests; then
+  header "$out/tests.log" "ctest --output-on-failure -j $(nproc) --timeout 900"
+  (cd "$build" && ctest --output-on-failure -j "$(nproc)" --timeout 900) >> "$out/tests.log" 2>&1 || true
+  grep -E "tests passed|Failed|Skipped|\*\*\*" "$out/tests.log" | tail -30
+fi
+if has quickbench; then
+  "$build/cli/normfuse" bench --quick --reps 10 --json "$out/bench-quick.json" | tee "$out/bench-quick.log" | tail -30
+fi
+if has bench; then
+  header "$out/bench.log" "normfuse bench --json bench.json"
+  "$build/cli/normfuse" bench --json "$out/bench.json" >> "$out/bench.log" 2>&1 || echo "gpu_suite: bench failed"
+  grep -E "=>|ceilings|ERR" "$out/bench.log" | tail -40
+fi
+if has gate; then
+  header "$out/gate.log" "normfuse gate --out gate"
+  "$build/cli/normfuse" gate --out "$out/gate" >> "$out/gate.log" 2>&1 && echo "gpu_suite: gate passed" ||
+    echo "gpu_suite: gate FAILED"
+  tail -20 "$out/gate.log"
+fi

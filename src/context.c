@@ -1,0 +1,156 @@
+/*
+ * context.c — nf_context: one device, one stream, lazily created cuBLASLt
+ * and cuDNN handles, and NF_WORKSPACE_SLOTS scratch buffers that grow on
+ * demand (growing synchronises the stream, so steady-state calls with a
+ * stable shape never allocate).
+ */
+#include <stdlib.h>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "internal.h"
+
+struct nf_context {
+    int device;
+    int arch;     /* 10*major + minor */
+    int sm_count;
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    cudnnHandle_t dnn;
+    void *ws[NF_WORKSPACE_SLOTS];
+    size_t ws_bytes[NF_WORKSPACE_SLOTS];
+};
+
+nf_status nf_context_create(nf_context **ctx, int device)
+{
+    static const char where[] = "nf_context_create";
+    if (!ctx)
+        return nf_fail(NF_ERR_NULL_ARGUMENT, where, "ctx is NULL");
+    *ctx = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        (void)cudaGetLastError();
+        return nf_fail(NF_ERR_NO_DEVICE, where, "no CUDA device is visible (%s)",
+                       e == cudaSuccess ? "device count is 0" : cudaGetErrorString(e));
+    }
+    if (device < 0 || device >= count)
+        return nf_fail(NF_ERR_BAD_VALUE, where, "device is %d, but %d device(s) are visible",
+                       device, count);
+    struct cudaDeviceProp prop;
+    if ((e = cudaSetDevice(device)) != cudaSuccess ||
+        (e = cudaGetDeviceProperties(&prop, device)) != cudaSuccess)
+        return nf_fail(NF_ERR_CUDA, where, "device %d: %s", device, cudaGetErrorString(e));
+    nf_context *c = calloc(1, sizeof *c);
+    if (!c)
+        return nf_fail(NF_ERR_OUT_OF_MEMORY, where, "host allocation of the context failed");
+    c->device = device;
+    c->arch = 10 * prop.major + prop.minor;
+    c->sm_count = prop.multiProcessorCount;
+    *ctx = c;
+    return NF_OK;
+}
+
+void nf_context_destroy(nf_context *ctx)
+{
+    if (!ctx)
+        return;
+    cudaSetDevice(ctx->device);
+    if (ctx->stream)
+        cudaStreamSynchronize(ctx->stream);
+    else
+        cudaDeviceSynchronize();
+    for (int i = 0; i < NF_WORKSPACE_SLOTS; ++i)
+        cudaFree(ctx->ws[i]);
+    if (ctx->lt)
+        cublasLtDestroy(ctx->lt);
+    if (ctx->dnn)
+        cudnnDestroy(ctx->dnn);
+    free(ctx);
+}
+
+nf_status nf_context_set_stream(nf_context *ctx, nf_stream stream)
+{
+    if (!ctx)
+        return nf_fail(NF_ERR_NULL_ARGUMENT, "nf_context_set_stream", "ctx is NULL");
+    ctx->stream = (cudaStream_t)stream;
+    if (ctx->dnn) {
+        cudnnStatus_t s = cudnnSetStream(ctx->dnn, ctx->stream);
+        if (s != CUDNN_STATUS_SUCCESS)
+            return nf_fail(NF_ERR_CUDNN, "nf_context_set_stream", "cudnnSetStream: %s",
+                           cudnnGetErrorString(s));
+    }
+    return NF_OK;
+}
+
+nf_status nf_ctx_activate(nf_context *ctx)
+{
+    cudaError_t e = cudaSetDevice(ctx->device);
+    if (e != cudaSuccess)
+        return nf_fail(NF_ERR_CUDA, "cudaSetDevice", "device %d: %s", ctx->device,
+                       cudaGetErrorString(e));
+    return NF_OK;
+}
+
+int nf_context_arch(const nf_context *ctx) { return ctx ? ctx->arch : 0; }
+
+nf_stream nf_ctx_stream(const nf_context *ctx) { return (nf_stream)ctx->stream; }
+int nf_ctx_arch(const nf_context *ctx) { return ctx->arch; }
+int nf_ctx_sm_count(const nf_context *ctx) { return ctx->sm_count; }
+
+nf_status nf_ctx_cublaslt(nf_context *ctx, struct cublasLtContext **handle)
+{
+    if (!ctx->lt) {
+        cublasStatus_t s = cublasLtCreate(&ctx->lt);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            ctx->lt = NULL;
+            return nf_fail(NF_ERR_CUBLAS, "cublasLtCreate", "status %d", (int)s);
+        }
+    }
+    *handle = ctx->lt;
+    return NF_OK;
+}
+
+nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle)
+{
+    if (!ctx->dnn) {
+        cudnnStatus_t s = cudnnCreate(&ctx->dnn);
+        if (s == CUDNN_STATUS_SUCCESS)
+            s = cudnnSetStream(ctx->dnn, ctx->stream);
+        if (s != CUDNN_STATUS_SUCCESS) {
+            if (ctx->dnn)
+                cudnnDestroy(ctx->dnn);
+            ctx->dnn = NULL;
+            return nf_fail(NF_ERR_CUDNN, "cudnnCreate", "%s", cudnnGetErrorString(s));
+        }
+    }
+    *handle = ctx->dnn;
+    return NF_OK;
+}
+
+nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr)
+{
+    static const char where[] = "nf_ctx_workspace";
+    if (slot < 0 || slot >= NF_WORKSPACE_SLOTS)
+        return nf_fail(NF_ERR_BAD_VALUE, where, "slot %d is not in 0..%d", slot,
+                       NF_WORKSPACE_SLOTS - 1);
+    if (bytes > ctx->ws_bytes[slot]) {
+        cudaError_t e = cudaStreamSynchronize(ctx->stream);
+        if (e != cudaSuccess)
+            return nf_fail(NF_ERR_CUDA, where, "cudaStreamSynchronize: %s", cudaGetErrorString(e));
+        cudaFree(ctx->ws[slot]);
+        ctx->ws[slot] = NULL;
+        ctx->ws_bytes[slot] = 0;
+        size_t grown = bytes + bytes / 4; /* amortise a slowly growing shape */
+        if ((e = cudaMalloc(&ctx->ws[slot], grown)) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return nf_fail(NF_ERR_OUT_OF_MEMORY, where, "cudaMalloc(%zu bytes): %s", grown,
+                           cudaGetErrorString(e));
+        }
+        ctx->ws_bytes[slot] = grown;
+    }
+    *ptr = ctx->ws[slot];
+    return NF_OK;
+}

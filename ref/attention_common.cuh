@@ -1,0 +1,89 @@
+/*
+ * attention_common.cuh — what the reference attention kernels share:
+ * activations and their derivatives, the bottom-right causal mask, the
+ * jagged-batch work decomposition, and the tile sizes.
+ *
+ *   act(S):  softmax (row-wise, in the kernels), gelu(x) = x Phi(x),
+ *            gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+ *            silu(x) = x sigmoid(x)
+ *   mask:    query i of a sequence with Lq queries and Lk keys sees key j iff
+ *            j <= i + (Lk - Lq)  (causal), every key otherwise.
+ */
+#ifndef NF_ATTENTION_COMMON_CUH
+#define NF_ATTENTION_COMMON_CUH
+
+#include "ref_cuda.cuh"
+
+namespace nfattn {
+
+constexpr int kRows = 8;        /* warps per CTA = rows (queries or keys) per CTA     */
+constexpr int kTile = NF_WARP;  /* streamed tile: one key (or query) per lane        */
+constexpr int kThreads = kRows * NF_WARP;
+constexpr int kMaxDPerLane = NF_ATTENTION_MAX_D / NF_WARP; /* accumulators per lane  */
+constexpr int64_t kMaxGrid = 1 << 20;
+
+/* Odd smem row stride: lane-per-row dot products hit 32 distinct banks. */
+__host__ __device__ constexpr int odd_stride(int D) { return D | 1; }
+
+__device__ __forceinline__ float act_fwd(nf_activation act, float x)
+{
+    switch (act) {
+    case NF_ACT_GELU: return x * normcdff(x);                                   /* x Phi(x) */
+    case NF_ACT_GELU_TANH: {
+        const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+        return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
+    }
+    case NF_ACT_SILU: return x / (1.0f + expf(-x));                              /* x sigma(x) */
+    default: return 0.0f; /* softmax is row-wise, handled by the kernels */
+    }
+}
+
+/* d act / dx */
+__device__ __forceinline__ float act_grad(nf_activation act, float x)
+{
+    switch (act) {
+    case NF_ACT_GELU: {
+        const float inv_sqrt_2pi = 0.3989422804014327f;
+        return normcdff(x) + x * inv_sqrt_2pi * expf(-0.5f * x * x);          /* Phi + x phi */
+    }
+    case NF_ACT_GELU_TANH: {
+        const float c = 0.7978845608028654f, k = 0.044715f;
+        const float t = tanhf(c * (x + k * x * x * x));
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * c * (1.0f + 3.0f * k * x * x);
+    }
+    case NF_ACT_SILU: {
+        const float sg = 1.0f / (1.0f + expf(-x));
+        return sg * (1.0f + x * (1.0f - sg));                                   /* s (1 + x (1 - s)) */
+    }
+    default: return 0.0f;
+    }
+}
+
+/* Sequence b's rows [start, start + len) of the jagged batch. */
+struct Seq {
+    int64_t q0, k0;
+    int Lq, Lk;
+};
+__device__ __forceinline__ Seq seq_of(const int32_t *offsets_q, const int32_t *offsets_k, int64_t b)
+{
+    const int32_t *ok = offsets_k ? offsets_k : offsets_q;
+    Seq s;
+    s.q0 = offsets_q[b];
+    s.Lq = offsets_q[b + 1] - offsets_q[b];
+    s.k0 = ok[b];
+    s.Lk = ok[b + 1] - ok[b];
+    return s;
+}
+
+/* Causal: the first key query i cannot see, Lk when nothing is masked. */
+__device__ __forceinline__ int key_limit(int causal, int i, int Lq, int Lk)
+{
+    if (!causal)
+        return Lk;
+    const int64_t lim = (int64_t)i + Lk - Lq + 1;
+    return lim < 0 ? 0 : lim > Lk ? Lk : (int)lim;
+}
+
+} // namespace nfattn
+
+#endif /* NF_ATTENTION_COMMON_CUH */

@@ -1,0 +1,164 @@
+/*
+ * elementwise.cu — the small kernels the unfused pipelines are glued with:
+ *   z = x + y (residuals), h = h + c (bias), out_j = sum_i x_ij (column sums),
+ *   fixed-order reduction of fp32 partial rows, bf16 <-> fp32 vectors.
+ * Every sum over rows is deterministic: partial rows in workspace, then
+ * reduce_partials adds them in index order (in double) and rounds once.
+ */
+#include "ref_cuda.cuh"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 1 << 20; /* grid-stride beyond this */
+
+int64_t blocks_for(int64_t count)
+{
+    const int64_t b = (count + kThreads - 1) / kThreads;
+    return b < 1 ? 1 : b > kMaxBlocks ? kMaxBlocks : b;
+}
+
+/* z_ij = bf16(x_ij + y_ij) */
+__global__ void add_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx, const nf_bf16 *y,
+                           int64_t ldy, nf_bf16 *z, int64_t ldz)
+{
+    const int64_t total = M * n;
+    for (int64_t k = (int64_t)blockIdx.x * kThreads + threadIdx.x; k < total;
+         k += (int64_t)gridDim.x * kThreads) {
+        const int64_t i = k / n, j = k % n;
+        z[i * ldz + j] = nf_to_bf16(nf_ld(x, i * ldx + j) + nf_ld(y, i * ldy + j));
+    }
+}
+
+/* out_ij = bf16(x_ij rstd_i g_j) */
+__global__ void scale_rows_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx, const float *rstd,
+                                  const nf_bf16 *g, nf_bf16 *out, int64_t ldo)
+{
+    const int64_t total = M * n;
+    for (int64_t k = (int64_t)blockIdx.x * kThreads + threadIdx.x; k < total;
+         k += (int64_t)gridDim.x * kThreads) {
+        const int64_t i = k / n, j = k % n;
+        const float v = nf_ld(x, i * ldx + j) * rstd[i];
+        out[i * ldo + j] = nf_to_bf16(g ? v * nf_ld(g, j) : v);
+    }
+}
+
+/* h_ij = bf16(h_ij + c_j) */
+__global__ void add_bias_kernel(int64_t M, int64_t n, nf_bf16 *h, int64_t ldh, const nf_bf16 *c)
+{
+    const int64_t total = M * n;
+    for (int64_t k = (int64_t)blockIdx.x * kThreads + threadIdx.x; k < total;
+         k += (int64_t)gridDim.x * kThreads) {
+        const int64_t i = k / n, j = k % n;
+        h[i * ldh + j] = nf_to_bf16(nf_ld(h, i * ldh + j) + nf_ld(c, j));
+    }
+}
+
+/* part[chunk][j] = sum_{i in chunk} x_ij  (fp32, fixed order) */
+__global__ void col_partial_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
+                                   int64_t rows_per_chunk, float *part)
+{
+    const int64_t j = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    if (j >= n)
+        return;
+    const int64_t i0 = (int64_t)blockIdx.y * rows_per_chunk;
+    const int64_t i1 = i0 + rows_per_chunk < M ? i0 + rows_per_chunk : M;
+    float s = 0.0f;
+    for (int64_t i = i0; i < i1; ++i)
+        s += nf_ld(x, i * ldx + j);
+    part[(int64_t)blockIdx.y * n + j] = s;
+}
+
+/* out_j = bf16( sum_p part[p][j] ), p in increasing order, summed in double */
+__global__ void reduce_partials_kernel(const float *part, int64_t parts, int64_t n, nf_bf16 *out)
+{
+    for (int64_t j = (int64_t)blockIdx.x * kThreads + threadIdx.x; j < n;
+         j += (int64_t)gridDim.x * kThreads) {
+        double s = 0.0;
+        for (int64_t p = 0; p < parts; ++p)
+            s += (double)part[p * n + j];
+        out[j] = __bfloat16_as_ushort(__double2bfloat16(s));
+    }
+}
+
+__global__ void to_f32_kernel(const nf_bf16 *in, int64_t n, float fill, float *out)
+{
+    for (int64_t j = (int64_t)blockIdx.x * kThreads + threadIdx.x; j < n;
+         j += (int64_t)gridDim.x * kThreads)
+        out[j] = in ? nf_ld(in, j) : fill;
+}
+
+__global__ void to_bf16_kernel(const float *in, int64_t n, nf_bf16 *out)
+{
+    for (int64_t j = (int64_t)blockIdx.x * kThreads + threadIdx.x; j < n;
+         j += (int64_t)gridDim.x * kThreads)
+        out[j] = nf_to_bf16(in[j]);
+}
+
+} // namespace
+
+extern "C" nf_status nf_ref_add(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
+                                const nf_bf16 *y, int64_t ldy, nf_bf16 *z, int64_t ldz)
+{
+    add_kernel<<<(unsigned)blocks_for(M * n), kThreads, 0, nf_stream_of(ctx)>>>(M, n, x, ldx, y, ldy, z, ldz);
+    NF_CUDA_LAUNCHED("add_kernel");
+    return NF_OK;
+}
+
+extern "C" nf_status nf_ref_scale_rows(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x,
+                                       int64_t ldx, const float *rstd, const nf_bf16 *g, nf_bf16 *out,
+                                       int64_t ldo)
+{
+    scale_rows_kernel<<<(unsigned)blocks_for(M * n), kThreads, 0, nf_stream_of(ctx)>>>(M, n, x, ldx, rstd, g, out, ldo);
+    NF_CUDA_LAUNCHED("scale_rows_kernel");
+    return NF_OK;
+}
+
+extern "C" nf_status nf_ref_add_bias(nf_context *ctx, int64_t M, int64_t n, nf_bf16 *h, int64_t ldh,
+                                     const nf_bf16 *c)
+{
+    add_bias_kernel<<<(unsigned)blocks_for(M * n), kThreads, 0, nf_stream_of(ctx)>>>(M, n, h, ldh, c);
+    NF_CUDA_LAUNCHED("add_bias_kernel");
+    return NF_OK;
+}
+
+extern "C" nf_status nf_ref_reduce_partials(nf_context *ctx, const float *partials, int64_t parts,
+                                            int64_t n, nf_bf16 *out)
+{
+    reduce_partials_kernel<<<(unsigned)blocks_for(n), kThreads, 0, nf_stream_of(ctx)>>>(partials, parts, n, out);
+    NF_CUDA_LAUNCHED("reduce_partials_kernel");
+    return NF_OK;
+}
+
+extern "C" nf_status nf_ref_col_sum(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x,
+                                    int64_t ldx, nf_bf16 *out, int slot)
+{
+    const int64_t col_blocks = (n + kThreads - 1) / kThreads;
+    int64_t chunks = (int64_t)nf_ctx_sm_count(ctx) * 2048 / (col_blocks * kThreads);
+    chunks = chunks < 1 ? 1 : chunks > 65535 ? 65535 : chunks;
+    if (chunks > M)
+        chunks = M;
+    const int64_t rows_per_chunk = (M + chunks - 1) / chunks;
+    chunks = (M + rows_per_chunk - 1) / rows_per_chunk;
+    void *ws = NULL;
+    NF_TRY(nf_ctx_workspace(ctx, slot, (size_t)chunks * n * sizeof(float), &ws));
+    col_partial_kernel<<<dim3((unsigned)col_blocks, (unsigned)chunks), kThreads, 0, nf_stream_of(ctx)>>>(
+        M, n, x, ldx, rows_per_chunk, (float *)ws);
+    NF_CUDA_LAUNCHED("col_partial_kernel");
+    return nf_ref_reduce_partials(ctx, (const float *)ws, chunks, n, out);
+}
+
+extern "C" nf_status nf_ref_bf16_to_f32(nf_context *ctx, const nf_bf16 *in, int64_t n, float fill,
+                                        float *out)
+{
+    to_f32_kernel<<<(unsigned)blocks_for(n), kThreads, 0, nf_stream_of(ctx)>>>(in, n, fill, out);
+    NF_CUDA_LAUNCHED("to_f32_kernel");
+    return NF_OK;
+}
+
+extern "C" nf_status nf_ref_f32_to_bf16(nf_context *ctx, const float *in, int64_t n, nf_bf16 *out)
+{
+    to_bf16_kernel<<<(unsigned)blocks_for(n), kThreads, 0, nf_stream_of(ctx)>>>(in, n, out);
+    NF_CUDA_LAUNCHED("to_bf16_kernel");
+    return NF_OK;
+}

@@ -1,0 +1,332 @@
+/*
+ * gemm_cublaslt.c — the reference GEMM through cuBLASLt:
+ *   C[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C (+ bias[N] per column),
+ *   row-major bf16, fp32 accumulation (CUBLAS_COMPUTE_32F), one rounding.
+ *
+ * Row-major through the swap trick: a row-major [r, c] matrix with leading
+ * dimension ld is the column-major [c, r] matrix (its transpose) with the
+ * same ld, so row-major C = op(A) op(B) is column-major
+ *   C^T [N,M] = op(B)^T [N,K] * op(A)^T [K,M],
+ * i.e. cuBLASLt's (A, B, m, n, k) = (our B, our A, N, M, K), each keeping its
+ * own transpose flag: B stored [K,N] (trans_b = 0) is column-major [N,K] =
+ * op(B)^T, so no transpose; stored [N,K] (trans_b = 1) needs one.  Same for
+ * A.  The bias epilogue adds a vector along cuBLASLt's m = our N: a bias per
+ * column of the row-major C, as the post-norm GEMM's c needs.
+ *
+ * The algorithm comes from the heuristic (workspace NF_REF_GEMM_WORKSPACE in
+ * slot NF_REF_SLOT_GEMM) and is cached with its descriptors per shape, per
+ * pointer alignment and per handle in a small thread-local table (one
+ * context per host thread), so steady-state calls cost one cublasLtMatmul.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include "ref.h"
+
+#define STR2_(x) #x
+#define STR_(x) STR2_(x)
+#define HERE __FILE__ ":" STR_(__LINE__)
+
+#define LT_TRY(call)                                                                     \
+    do {                                                                                 \
+        cublasStatus_t s_ = (call);                                                      \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                 \
+            return nf_fail(NF_ERR_CUBLAS, HERE, "%s: %s", #call, cublasGetStatusString(s_)); \
+    } while (0)
+#define TRY(expr)                      \
+    do {                               \
+        nf_status s_ = (expr);         \
+        if (s_ != NF_OK)               \
+            return s_;                 \
+    } while (0)
+
+enum { CACHE_SLOTS = 64 };
+
+typedef struct gemm_key {
+    cublasLtHandle_t lt;
+    int64_t M, N, K, lda, ldb, ldc;
+    int trans_a, trans_b, beta_nonzero, has_bias;
+    int align_a, align_b, align_c, align_bias; /* pointer alignment in bytes, <= 16 */
+} gemm_key;
+
+typedef struct gemm_plan {
+    gemm_key key;
+    int used;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace;
+} gemm_plan;
+
+static _Thread_local gemm_plan cache[CACHE_SLOTS];
+static _Thread_local unsigned cache_next; /* round-robin eviction */
+
+static int alignment(const void *p)
+{
+    uintptr_t v = (uintptr_t)p;
+    int a = 16;
+    while (a > 1 && v % (uintptr_t)a)
+        a /= 2;
+    return a;
+}
+
+static void plan_release(gemm_plan *p)
+{
+    if (p->op) cublasLtMatmulDescDestroy(p->op);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    memset(p, 0, sizeof *p);
+}
+
+/* Build descriptors and pick an algorithm for key k.  Returns
+ * NF_ERR_UNSUPPORTED_SHAPE (nothing recorded) when the heuristic finds none. */
+static nf_status plan_build(const gemm_key *k, gemm_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->key = *k;
+    /* cuBLASLt view: m = N, n = M, k = K; its A is our B, its B is our A */
+    const cublasOperation_t opA = k->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t opB = k->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    LT_TRY(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
+    LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
+    if (k->has_bias) {
+        const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        const cudaDataType_t bias_type = CUDA_R_16BF;
+        LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                              sizeof bias_type));
+    }
+    /* stored shapes in column-major terms: rows x cols, ld */
+    const uint64_t a_rows = k->trans_b ? (uint64_t)k->K : (uint64_t)k->N;
+    const uint64_t a_cols = k->trans_b ? (uint64_t)k->N : (uint64_t)k->K;
+    const uint64_t b_rows = k->trans_a ? (uint64_t)k->M : (uint64_t)k->K;
+    const uint64_t b_cols = k->trans_a ? (uint64_t)k->K : (uint64_t)k->M;
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, a_rows, a_cols, k->ldb));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, b_rows, b_cols, k->lda));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_16BF, (uint64_t)k->N, (uint64_t)k->M, k->ldc));
+
+    cublasLtMatmulPreference_t pref;
+    LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = NF_REF_GEMM_WORKSPACE;
+    const uint32_t al_a = (uint32_t)k->align_b, al_b = (uint32_t)k->align_a, al_c = (uint32_t)k->align_c;
+    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulAlgoGetHeuristic(k->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
+        plan_release(p);
+        return NF_ERR_UNSUPPORTED_SHAPE;
+    }
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        plan_release(p);
+        return nf_fail(NF_ERR_CUBLAS, HERE, "cublasLtMatmulAlgoGetHeuristic: %s", cublasGetStatusString(s));
+    }
+    p->algo = res.algo;
+    p->workspace = res.workspaceSize;
+    p->used = 1;
+    return NF_OK;
+}
+
+static nf_status plan_get(const gemm_key *k, gemm_plan **out)
+{
+    for (int i = 0; i < CACHE_SLOTS; ++i)
+        if (cache[i].used && memcmp(&cache[i].key, k, sizeof *k) == 0) {
+            *out = &cache[i];
+            return NF_OK;
+        }
+    gemm_plan *p = &cache[cache_next++ % CACHE_SLOTS];
+    if (p->used)
+        plan_release(p);
+    TRY(plan_build(k, p));
+    *out = p;
+    return NF_OK;
+}
+
+static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, const nf_bf16 *bias, int report)
+{
+    static const char where[] = "nf_ref_gemm";
+    cublasLtHandle_t lt;
+    TRY(nf_ctx_cublaslt(ctx, &lt));
+    gemm_key k;
+    memset(&k, 0, sizeof k); /* the key is compared with memcmp: clear the padding */
+    k.lt = lt;
+    k.M = g->M; k.N = g->N; k.K = g->K;
+    k.lda = g->lda; k.ldb = g->ldb; k.ldc = g->ldc;
+    k.trans_a = g->trans_a != 0; k.trans_b = g->trans_b != 0;
+    k.beta_nonzero = g->beta != 0.0f;
+    k.has_bias = bias != NULL;
+    k.align_a = alignment(g->A); k.align_b = alignment(g->B); k.align_c = alignment(g->C);
+    k.align_bias = bias ? alignment(bias) : 0;
+    gemm_plan *p;
+    nf_status s = plan_get(&k, &p);
+    if (s == NF_ERR_UNSUPPORTED_SHAPE) {
+        if (!report)
+            return s;
+        return nf_fail(s, where, "cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (trans %d%d, "
+                       "lda %lld ldb %lld ldc %lld)", (long long)g->M, (long long)g->N, (long long)g->K,
+                       g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)g->ldc);
+    }
+    TRY(s);
+    if (bias)
+        LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    void *ws = NULL;
+    if (p->workspace)
+        TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_GEMM, NF_REF_GEMM_WORKSPACE, &ws));
+    LT_TRY(cublasLtMatmul(lt, p->op, &g->alpha, g->B, p->la, g->A, p->lb, &g->beta, g->C, p->lc,
+                          g->C, p->lc, &p->algo, ws, p->workspace, (cudaStream_t)nf_ctx_stream(ctx)));
+    return NF_OK;
+}
+
+nf_status nf_ref_gemm(nf_context *ctx, const nf_gemm_args *g)
+{
+    return run_gemm(ctx, g, NULL, 1);
+}
+
+nf_status nf_ref_gemm_bias(nf_context *ctx, const nf_gemm_args *g, const nf_bf16 *bias)
+{
+    if (bias && alignment(bias) < 16)
+        return NF_ERR_UNSUPPORTED_SHAPE; /* no alignment preference exists for the bias */
+    return run_gemm(ctx, g, bias, bias == NULL);
+}
+
+/* ---- probe: does any cuBLASLt mode scale the rows of a bf16 result? ----------------
+ *
+ * Problem: row-major D[M,N] = diag(v) (A[M,K] B[K,N]), bf16 in and out, v fp32.
+ * Small integers keep every value exact, so the check is equality.  Tried:
+ *  1. CUBLASLT_ORDER_ROW layouts (no swap; cuBLASLt's m = our M) with
+ *     POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO: alpha[m] scales our rows.
+ *  2. the swap trick (our A is cuBLASLt's B) with B_SCALE_MODE = OUTER_VEC_32F:
+ *     one scale per column of cuBLASLt's op(B) = per row of our D.
+ * A mode counts only when the heuristic offers an algorithm AND the result is right. */
+enum { PROBE_M = 64, PROBE_N = 64, PROBE_K = 16 }; /* |sum| <= 32, |v sum| <= 128: exact in bf16 */
+
+static int probe_try(cublasLtHandle_t lt, int mode, const nf_bf16 *dA, const nf_bf16 *dB,
+                     nf_bf16 *dD, const float *dv, cudaStream_t st)
+{
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
+    int ok = 0;
+    const float one = 1.0f, zero = 0.0f;
+    if (cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    cublasStatus_t s;
+    if (mode == 1) {
+        const cublasLtOrder_t row = CUBLASLT_ORDER_ROW;
+        const cublasLtPointerMode_t pm = CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO;
+        s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, PROBE_M, PROBE_K, PROBE_K);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, PROBE_K, PROBE_N, PROBE_N);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, PROBE_M, PROBE_N, PROBE_N);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row);
+    } else {
+        const cublasLtMatmulMatrixScale_t sm = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &sm, sizeof sm);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &dv, sizeof dv);
+        /* swap: cuBLASLt A = our B as [N,K] col-major, B = our A as [K,M], D = [N,M] */
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, PROBE_N, PROBE_K, PROBE_N);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, PROBE_K, PROBE_M, PROBE_K);
+        if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, PROBE_N, PROBE_M, PROBE_N);
+    }
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceCreate(&pref);
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        const size_t ws = 0;
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    }
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        const void *pa = mode == 1 ? (const void *)dA : (const void *)dB;
+        const void *pb = mode == 1 ? (const void *)dB : (const void *)dA;
+        s = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &res, &found);
+        if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
+            const void *alpha = mode == 1 ? (const void *)dv : (const void *)&one;
+            s = cublasLtMatmul(lt, op, alpha, pa, la, pb, lb, &zero, dD, ld, dD, ld, &res.algo, NULL, 0, st);
+            ok = s == CUBLAS_STATUS_SUCCESS;
+        }
+    }
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (ld) cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(op);
+    return ok;
+}
+
+static float bf16_bits_to_float(nf_bf16 h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+int nf_ref_probe_row_scale(nf_context *ctx)
+{
+    cublasLtHandle_t lt;
+    if (nf_ctx_cublaslt(ctx, &lt) != NF_OK)
+        return -1;
+    cudaStream_t st = (cudaStream_t)nf_ctx_stream(ctx);
+    static nf_bf16 hA[PROBE_M * PROBE_K], hB[PROBE_K * PROBE_N], hD[PROBE_M * PROBE_N];
+    static float hv[PROBE_M];
+    /* small integers: A in {-2..2}, B in {-1,0,1}, v = 1..4: exact everywhere */
+    for (int i = 0; i < PROBE_M * PROBE_K; ++i) {
+        const float f = (float)((i * 7 + 3) % 5 - 2);
+        uint32_t u; memcpy(&u, &f, sizeof u); hA[i] = (nf_bf16)(u >> 16);
+    }
+    for (int i = 0; i < PROBE_K * PROBE_N; ++i) {
+        const float f = (float)((i * 5 + 1) % 3 - 1);
+        uint32_t u; memcpy(&u, &f, sizeof u); hB[i] = (nf_bf16)(u >> 16);
+    }
+    for (int i = 0; i < PROBE_M; ++i)
+        hv[i] = (float)(1 + i % 4);
+    void *dA = NULL, *dB = NULL, *dD = NULL, *dv = NULL;
+    int result = -1;
+    if (cudaMalloc(&dA, sizeof hA) != cudaSuccess || cudaMalloc(&dB, sizeof hB) != cudaSuccess ||
+        cudaMalloc(&dD, sizeof hD) != cudaSuccess || cudaMalloc(&dv, sizeof hv) != cudaSuccess ||
+        cudaMemcpy(dA, hA, sizeof hA, cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy(dB, hB, sizeof hB, cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy(dv, hv, sizeof hv, cudaMemcpyHostToDevice) != cudaSuccess)
+        goto done;
+    result = 0;
+    for (int mode = 1; mode <= 2 && result == 0; ++mode) {
+        if (cudaMemsetAsync(dD, 0xFF, sizeof hD, st) != cudaSuccess)
+            goto done;
+        if (!probe_try(lt, mode, dA, dB, dD, dv, st))
+            continue;
+        if (cudaMemcpyAsync(hD, dD, sizeof hD, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+            cudaStreamSynchronize(st) != cudaSuccess)
+            goto done;
+        int right = 1;
+        for (int i = 0; i < PROBE_M && right; ++i)
+            for (int j = 0; j < PROBE_N && right; ++j) {
+                float want = 0.0f;
+                for (int k = 0; k < PROBE_K; ++k)
+                    want += bf16_bits_to_float(hA[i * PROBE_K + k]) * bf16_bits_to_float(hB[k * PROBE_N + j]);
+                right = bf16_bits_to_float(hD[i * PROBE_N + j]) == hv[i] * want;
+            }
+        result = right;
+    }
+done:
+    (void)cudaGetLastError();
+    cudaFree(dA); cudaFree(dB); cudaFree(dD); cudaFree(dv);
+    return result;
+}

@@ -1,0 +1,382 @@
+/*
+ * norm_bwd.cu — reference RMSNorm / LayerNorm backward (SPEC.md section 1).
+ *
+ *   RMSNorm,   t = dy g:  dx_ij = rstd_i ( t_ij - x_ij rstd_i^2 (1/n) sum_k t_ik x_ik )
+ *                         dg_j  = sum_i dy_ij x_ij rstd_i
+ *   LayerNorm, xh = (x - mu) rstd, t = dy g:
+ *                         dx = rstd ( t - mean_j(t) - xh mean_j(t xh) )
+ *                         dg = sum_i dy xh;   db = sum_i dy
+ *
+ * mu and rstd come from the forward's saved statistics.  dg/db are summed
+ * over rows deterministically, without float atomics: fp32 partial sums in
+ * workspace, one row of partials per CTA (or per row chunk), then
+ * nf_ref_reduce_partials adds the partial rows in a fixed order and rounds
+ * once to bf16.
+ *
+ * Paths:
+ *  - vectorised, n <= 16384 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
+ *    dx, g): persistent CTAs; a group of TPR threads owns a row, caches x and
+ *    dy in registers (read once), reduces the two row sums, writes dx, and
+ *    keeps its columns' dg/db contributions in registers across all the rows
+ *    it visits.  At the end the row groups of a CTA are combined through
+ *    shared memory in a fixed order and the CTA writes one partial row.
+ *  - vectorised, 16384 < n <= 32768: the same row kernel without the dg/db
+ *    registers (they would spill), then a column-partial kernel that re-reads
+ *    x and dy once for dg/db.
+ *  - scalar, everything else: a row kernel with 2-byte loads, then the
+ *    column-partial kernel.
+ */
+#include "ref_cuda.cuh"
+
+namespace {
+
+constexpr int kMinCta = 128;
+template <int TPR> constexpr int cta_threads() { return TPR < kMinCta ? kMinCta : TPR; }
+
+/* Row statistics needed by dx, from the two group sums. */
+struct RowCoef {
+    float mu, rstd, m1, m2; /* LN: dx = rstd (t - m1 - xh m2); RMS: dx = rstd (t - x m2) */
+};
+
+/* ---- vectorised row kernel ---------------------------------------------------------- */
+
+template <int TPR, int VPT, bool LN, bool ACC>
+__global__ void __launch_bounds__(cta_threads<TPR>())
+norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
+    constexpr int COLS = TPR * VPT * NF_VEC; /* columns a group covers */
+    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int nv = (int)(a.n / NF_VEC);
+    const bool want_g = ACC && part_g, want_b = ACC && LN && part_b;
+
+    float acc_g[ACC ? VPT : 1][NF_VEC], acc_b[ACC && LN ? VPT : 1][NF_VEC];
+#pragma unroll
+    for (int k = 0; k < (ACC ? VPT : 1); ++k)
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e) {
+            acc_g[k][e] = 0.0f;
+            if constexpr (ACC && LN)
+                acc_b[k][e] = 0.0f;
+        }
+
+    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
+        const int64_t row = rg * ROWS + group;
+        const bool live = row < a.M;
+        uint4 xv[VPT], dyv[VPT];
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            const int v = t + k * TPR;
+            const bool in = live && v < nv;
+            xv[k] = in ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
+            dyv[k] = in ? nf_ldg8(a.dy + row * a.lddy + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
+        }
+        RowCoef c;
+        c.rstd = live ? a.rstd[row] : 0.0f;
+        c.mu = (LN && live) ? a.mean[row] : 0.0f;
+
+        /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j  (RMS: s2 = sum_j t_j x_j) */
+        float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            const int v = t + k * TPR;
+            if (v >= nv)
+                continue;
+            float xf[NF_VEC], dyf[NF_VEC], gf[NF_VEC];
+            nf_unpack8(xv[k], xf);
+            nf_unpack8(dyv[k], dyf);
+            if (a.g)
+                nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
+#pragma unroll
+            for (int e = 0; e < NF_VEC; ++e) {
+                const float tv = a.g ? dyf[e] * gf[e] : dyf[e];
+                if constexpr (LN) {
+                    s1 += tv;
+                    s2 = fmaf(tv, (xf[e] - c.mu) * c.rstd, s2);
+                } else {
+                    s2 = fmaf(tv, xf[e], s2);
+                }
+            }
+        }
+        if constexpr (LN) {
+            c.m1 = nf_group_sum<TPR>(s1, scratch[group]) / (float)a.n; /* mean(t)    */
+            c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n; /* mean(t xh) */
+        } else {
+            c.m1 = 0.0f;
+            /* x rstd^2 mean(t x) = x * m2 */
+            c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n * c.rstd * c.rstd;
+        }
+        if (!live)
+            continue;
+
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            const int v = t + k * TPR;
+            if (v >= nv)
+                continue;
+            float xf[NF_VEC], dyf[NF_VEC], gf[NF_VEC];
+            nf_unpack8(xv[k], xf);
+            nf_unpack8(dyv[k], dyf);
+            if (a.g)
+                nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
+#pragma unroll
+            for (int e = 0; e < NF_VEC; ++e) {
+                const float tv = a.g ? dyf[e] * gf[e] : dyf[e];
+                float dxv;
+                if constexpr (LN) {
+                    const float xh = (xf[e] - c.mu) * c.rstd;
+                    dxv = c.rstd * (tv - c.m1 - xh * c.m2); /* dx = rstd (t - mean t - xh mean(t xh)) */
+                    if (want_g) acc_g[ACC ? k : 0][e] = fmaf(dyf[e], xh, acc_g[ACC ? k : 0][e]);
+                    if (want_b) acc_b[ACC && LN ? k : 0][e] += dyf[e];
+                } else {
+                    dxv = c.rstd * (tv - xf[e] * c.m2); /* dx = rstd (t - x rstd^2 mean(t x)) */
+                    if (want_g) acc_g[ACC ? k : 0][e] = fmaf(dyf[e], xf[e] * c.rstd, acc_g[ACC ? k : 0][e]);
+                }
+                xf[e] = dxv;
+            }
+            nf_stg8(a.dx + row * a.lddx + (int64_t)v * NF_VEC, nf_pack8(xf));
+        }
+    }
+
+    if constexpr (ACC) {
+        /* combine the ROWS groups of this CTA in group order, write one partial row */
+        __shared__ float red[ROWS > 1 ? ROWS * COLS : 1];
+        for (int which = 0; which < 2; ++which) {
+            float *part = which == 0 ? part_g : part_b;
+            const bool want = which == 0 ? want_g : want_b;
+            if (!want)
+                continue;
+            if constexpr (ROWS > 1) {
+                __syncthreads();
+#pragma unroll
+                for (int k = 0; k < VPT; ++k)
+#pragma unroll
+                    for (int e = 0; e < NF_VEC; ++e)
+                        red[group * COLS + (t + k * TPR) * NF_VEC + e] =
+                            which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
+                __syncthreads();
+                for (int col = threadIdx.x; col < nv * NF_VEC; col += CTA) {
+                    float s = 0.0f;
+                    for (int r = 0; r < ROWS; ++r)
+                        s += red[r * COLS + col];
+                    part[(int64_t)blockIdx.x * a.n + col] = s;
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < VPT; ++k) {
+                    const int v = t + k * TPR;
+                    if (v < nv)
+#pragma unroll
+                        for (int e = 0; e < NF_VEC; ++e)
+                            part[(int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC + e] =
+                                which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
+                }
+            }
+        }
+    }
+}
+
+/* ---- scalar row kernel (dx only) --------------------------------------------------------- */
+
+template <int TPR, bool LN>
+__global__ void __launch_bounds__(cta_threads<TPR>())
+norm_bwd_scalar(const nf_norm_bwd_args a)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
+    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int64_t row = (int64_t)blockIdx.x * ROWS + group;
+    const bool live = row < a.M;
+    const int64_t n = live ? a.n : 0, r = live ? row : 0;
+    const nf_bf16 *x = a.x + r * a.ldx, *dy = a.dy + r * a.lddy;
+    const float rstd = live ? a.rstd[r] : 0.0f, mu = (LN && live) ? a.mean[r] : 0.0f;
+
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int64_t j = t; j < n; j += TPR) {
+        const float tv = a.g ? nf_ld(dy, j) * nf_ld(a.g, j) : nf_ld(dy, j);
+        const float xv = nf_ld(x, j);
+        if constexpr (LN) {
+            s1 += tv;
+            s2 = fmaf(tv, (xv - mu) * rstd, s2);
+        } else {
+            s2 = fmaf(tv, xv, s2);
+        }
+    }
+    float m1 = 0.0f, m2;
+    if constexpr (LN) {
+        m1 = nf_group_sum<TPR>(s1, scratch[group]) / (float)a.n;
+        m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n;
+    } else {
+        m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n * rstd * rstd;
+    }
+    if (!live)
+        return;
+    nf_bf16 *dx = a.dx + row * a.lddx;
+    for (int64_t j = t; j < n; j += TPR) {
+        const float tv = a.g ? nf_ld(dy, j) * nf_ld(a.g, j) : nf_ld(dy, j);
+        const float xv = nf_ld(x, j);
+        const float dxv = LN ? rstd * (tv - m1 - (xv - mu) * rstd * m2) : rstd * (tv - xv * m2);
+        dx[j] = nf_to_bf16(dxv);
+    }
+}
+
+/* ---- column partials: dg, db over a chunk of rows ------------------------------------ */
+
+constexpr int kColThreads = 256;
+
+/* part_g[chunk][j] = sum_{i in chunk} dy_ij xh_ij;  part_b[chunk][j] = sum dy_ij */
+template <bool LN>
+__global__ void __launch_bounds__(kColThreads)
+norm_bwd_columns(const nf_norm_bwd_args a, int64_t rows_per_chunk, float *part_g, float *part_b)
+{
+    const int64_t j = (int64_t)blockIdx.x * kColThreads + threadIdx.x;
+    if (j >= a.n)
+        return;
+    const int64_t chunk = blockIdx.y, i0 = chunk * rows_per_chunk;
+    const int64_t i1 = i0 + rows_per_chunk < a.M ? i0 + rows_per_chunk : a.M;
+    float sg = 0.0f, sb = 0.0f;
+    for (int64_t i = i0; i < i1; ++i) {
+        const float dyv = nf_ld(a.dy + i * a.lddy, j);
+        const float xv = nf_ld(a.x + i * a.ldx, j);
+        const float xh = LN ? (xv - a.mean[i]) * a.rstd[i] : xv * a.rstd[i];
+        sg = fmaf(dyv, xh, sg);
+        sb += dyv;
+    }
+    if (part_g)
+        part_g[chunk * a.n + j] = sg;
+    if (part_b)
+        part_b[chunk * a.n + j] = sb;
+}
+
+/* ---- launch ------------------------------------------------------------------------------ */
+
+bool aligned16(const void *p) { return ((uintptr_t)p % 16) == 0; }
+
+/* Workspace for `parts` partial rows of dg and db (each [parts, n] fp32). */
+nf_status partial_buffers(nf_context *ctx, const nf_norm_bwd_args *a, int slot, int64_t parts,
+                          float **pg, float **pb)
+{
+    *pg = *pb = NULL;
+    const int count = (a->dg ? 1 : 0) + (a->db ? 1 : 0);
+    if (count == 0)
+        return NF_OK;
+    void *ws = NULL;
+    NF_TRY(nf_ctx_workspace(ctx, slot, (size_t)count * parts * a->n * sizeof(float), &ws));
+    float *p = (float *)ws;
+    if (a->dg) {
+        *pg = p;
+        p += parts * a->n;
+    }
+    if (a->db)
+        *pb = p;
+    return NF_OK;
+}
+
+nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts,
+                          const float *pg, const float *pb)
+{
+    if (pg)
+        NF_TRY(nf_ref_reduce_partials(ctx, pg, parts, a->n, a->dg));
+    if (pb)
+        NF_TRY(nf_ref_reduce_partials(ctx, pb, parts, a->n, a->db));
+    return NF_OK;
+}
+
+/* dg/db through the column-partial kernel (x, dy read a second time). */
+nf_status columns(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    if (!a->dg && !a->db)
+        return NF_OK;
+    cudaStream_t st = nf_stream_of(ctx);
+    const int64_t col_blocks = (a->n + kColThreads - 1) / kColThreads;
+    /* enough row chunks to fill the machine with ~2048 threads per SM */
+    int64_t chunks = (int64_t)nf_ctx_sm_count(ctx) * 2048 / (col_blocks * kColThreads);
+    chunks = chunks < 1 ? 1 : chunks > 65535 ? 65535 : chunks;
+    if (chunks > a->M)
+        chunks = a->M;
+    const int64_t rows_per_chunk = (a->M + chunks - 1) / chunks;
+    chunks = (a->M + rows_per_chunk - 1) / rows_per_chunk;
+    float *pg, *pb;
+    NF_TRY(partial_buffers(ctx, a, slot, chunks, &pg, &pb));
+    dim3 grid((unsigned)col_blocks, (unsigned)chunks);
+    if (a->kind == NF_NORM_LAYER)
+        norm_bwd_columns<true><<<grid, kColThreads, 0, st>>>(*a, rows_per_chunk, pg, pb);
+    else
+        norm_bwd_columns<false><<<grid, kColThreads, 0, st>>>(*a, rows_per_chunk, pg, pb);
+    NF_CUDA_LAUNCHED("norm_bwd_columns");
+    return finish_partials(ctx, a, chunks, pg, pb);
+}
+
+template <int TPR>
+nf_status launch_scalar(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    const int64_t blocks = (a->M + ROWS - 1) / ROWS;
+    cudaStream_t st = nf_stream_of(ctx);
+    if (a->kind == NF_NORM_LAYER)
+        norm_bwd_scalar<TPR, true><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+    else
+        norm_bwd_scalar<TPR, false><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+    NF_CUDA_LAUNCHED("norm_bwd_scalar");
+    return columns(ctx, a, slot);
+}
+
+template <int TPR, int VPT, bool LN, bool ACC>
+nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    auto kernel = norm_bwd_vec<TPR, VPT, LN, ACC>;
+    const int64_t groups = (a->M + ROWS - 1) / ROWS;
+    int64_t grid = groups;
+    if (ACC) {
+        /* persistent: as many CTAs as fit at once, so partial rows stay few */
+        int per_sm = 0;
+        NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CTA, 0));
+        const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
+        grid = groups < resident ? groups : resident;
+    } else if (grid > INT32_MAX) {
+        grid = INT32_MAX;
+    }
+    float *pg = NULL, *pb = NULL;
+    if (ACC)
+        NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
+    kernel<<<(unsigned)grid, CTA, 0, nf_stream_of(ctx)>>>(*a, pg, pb);
+    NF_CUDA_LAUNCHED("norm_bwd_vec");
+    return ACC ? finish_partials(ctx, a, grid, pg, pb) : columns(ctx, a, slot);
+}
+
+template <int TPR, int VPT, bool ACC>
+nf_status launch_vec(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    return a->kind == NF_NORM_LAYER ? launch_vec_kind<TPR, VPT, true, ACC>(ctx, a, slot)
+                                    : launch_vec_kind<TPR, VPT, false, ACC>(ctx, a, slot);
+}
+
+constexpr int64_t kScalarWarpMaxN = 512;
+
+} // namespace
+
+extern "C" nf_status nf_ref_norm_bwd_slot(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    const bool vec = a->n % NF_VEC == 0 && a->ldx % NF_VEC == 0 && a->lddy % NF_VEC == 0 &&
+                     a->lddx % NF_VEC == 0 && aligned16(a->x) && aligned16(a->dy) &&
+                     aligned16(a->dx) && aligned16(a->g);
+    const int64_t nv = a->n / NF_VEC;
+    if (!vec || nv > 4096)
+        return a->n <= kScalarWarpMaxN ? launch_scalar<32>(ctx, a, slot)
+                                       : launch_scalar<256>(ctx, a, slot);
+    if (nv <= 32)   return launch_vec<32, 1, true>(ctx, a, slot);     /* n <= 256   */
+    if (nv <= 64)   return launch_vec<32, 2, true>(ctx, a, slot);     /* n <= 512   */
+    if (nv <= 128)  return launch_vec<32, 4, true>(ctx, a, slot);     /* n <= 1024  */
+    if (nv <= 256)  return launch_vec<64, 4, true>(ctx, a, slot);     /* n <= 2048  */
+    if (nv <= 512)  return launch_vec<128, 4, true>(ctx, a, slot);    /* n <= 4096  */
+    if (nv <= 1024) return launch_vec<256, 4, true>(ctx, a, slot);    /* n <= 8192  */
+    if (nv <= 2048) return launch_vec<512, 4, true>(ctx, a, slot);    /* n <= 16384 */
+    return launch_vec<1024, 4, false>(ctx, a, slot);                  /* n <= 32768 */
+}
+
+extern "C" nf_status nf_ref_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
+{
+    return nf_ref_norm_bwd_slot(ctx, a, NF_REF_SLOT_C);
+}

@@ -1,0 +1,249 @@
+/*
+ * norm_fwd.cu — reference RMSNorm / LayerNorm forward (SPEC.md section 1).
+ *
+ *   RMSNorm:   rstd_i = 1 / sqrt( (1/n) sum_j x_ij^2 + eps );   y_ij = x_ij rstd_i g_j
+ *   LayerNorm: mu_i = (1/n) sum_j x_ij;  var_i = (1/n) sum_j (x_ij - mu_i)^2;
+ *              rstd_i = 1 / sqrt(var_i + eps);  y_ij = (x_ij - mu_i) rstd_i g_j + b_j
+ *
+ * bf16 in and out, fp32 statistics and arithmetic; any n in 1..65536, any M,
+ * any ld >= n.  The variance is two-pass over the cached row (never
+ * E[x^2] - mu^2), so rows with |mu|/sigma up to ~1e3 keep their accuracy.
+ *
+ * Two paths:
+ *  - vectorised (n % 8 == 0, every ld % 8 == 0, every tensor 16-byte aligned):
+ *    a group of TPR threads owns a row; each thread loads VPT 16-byte vectors
+ *    (LDG.E.128) once into registers, the group reduces the statistics
+ *    (warp shuffles, then shared memory when TPR > 32), and the same
+ *    registers produce y (STG.E.128).  x is read from memory exactly once.
+ *    TPR = 32 (a warp per row, several rows per CTA) for n <= 1024, a whole
+ *    CTA per row above.  The compile-time shapes are listed in kFwdConfigs.
+ *  - scalar fallback for everything else: a group per row, two or three
+ *    passes over x through the cache, 2-byte loads.
+ */
+#include "ref_cuda.cuh"
+
+namespace {
+
+constexpr int kMinCta = 128; /* threads per CTA when TPR is a warp */
+
+template <int TPR> constexpr int cta_threads() { return TPR < kMinCta ? kMinCta : TPR; }
+
+/* ---- vectorised path ---------------------------------------------------------- */
+
+/* One row per TPR-thread group; VPT 8-element vectors per thread. */
+template <int TPR, int VPT, bool LN>
+__global__ void __launch_bounds__(cta_threads<TPR>())
+norm_fwd_vec(const nf_norm_fwd_args a)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
+    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int64_t row = (int64_t)blockIdx.x * ROWS + group;
+    const bool live = row < a.M;
+    const int nv = (int)(a.n / NF_VEC);
+
+    /* load: the row lives in registers from here on */
+    uint4 xv[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+        const int v = t + k * TPR;
+        xv[k] = (live && v < nv) ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC)
+                                 : make_uint4(0, 0, 0, 0);
+    }
+
+    float mu = 0.0f, rstd;
+    if constexpr (LN) {
+        /* mu = (1/n) sum_j x_j */
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            float f[NF_VEC];
+            nf_unpack8(xv[k], f);
+#pragma unroll
+            for (int e = 0; e < NF_VEC; ++e)
+                s += f[e];
+        }
+        mu = nf_group_sum<TPR>(s, scratch[group]) / (float)a.n;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k)
+            nf_reg_fence(xv[k]);
+        /* var = (1/n) sum_j (x_j - mu)^2, over the valid vectors only */
+        float ss = 0.0f;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            if (t + k * TPR < nv) {
+                float f[NF_VEC];
+                nf_unpack8(xv[k], f);
+#pragma unroll
+                for (int e = 0; e < NF_VEC; ++e) {
+                    const float d = f[e] - mu;
+                    ss = fmaf(d, d, ss);
+                }
+            }
+        }
+        const float var = nf_group_sum<TPR>(ss, scratch[group]) / (float)a.n;
+        rstd = 1.0f / sqrtf(var + a.eps); /* rstd = 1/sqrt(var + eps) */
+#pragma unroll
+        for (int k = 0; k < VPT; ++k)
+            nf_reg_fence(xv[k]);
+    } else {
+        /* ms = (1/n) sum_j x_j^2 */
+        float ss = 0.0f;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            float f[NF_VEC];
+            nf_unpack8(xv[k], f);
+#pragma unroll
+            for (int e = 0; e < NF_VEC; ++e)
+                ss = fmaf(f[e], f[e], ss);
+        }
+        const float ms = nf_group_sum<TPR>(ss, scratch[group]) / (float)a.n;
+        rstd = 1.0f / sqrtf(ms + a.eps); /* rstd = 1/sqrt(ms + eps) */
+#pragma unroll
+        for (int k = 0; k < VPT; ++k)
+            nf_reg_fence(xv[k]);
+    }
+    if (!live)
+        return;
+    if (t == 0) {
+        if (a.rstd)
+            a.rstd[row] = rstd;
+        if (LN && a.mean)
+            a.mean[row] = mu;
+    }
+
+    /* y = (x - mu) * rstd * g + b   (RMSNorm: mu = 0, no b) */
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+        const int v = t + k * TPR;
+        if (v >= nv)
+            continue;
+        float f[NF_VEC], gf[NF_VEC], bf[NF_VEC];
+        nf_unpack8(xv[k], f);
+        if (a.g)
+            nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
+        if (LN && a.b)
+            nf_unpack8(nf_ldg8(a.b + (int64_t)v * NF_VEC), bf);
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e) {
+            float yv = (f[e] - mu) * rstd;
+            if (a.g)
+                yv *= gf[e];
+            if (LN && a.b)
+                yv += bf[e];
+            f[e] = yv;
+        }
+        nf_stg8(a.y + row * a.ldy + (int64_t)v * NF_VEC, nf_pack8(f));
+    }
+}
+
+/* ---- scalar fallback ------------------------------------------------------------ */
+
+template <int TPR, bool LN>
+__global__ void __launch_bounds__(cta_threads<TPR>())
+norm_fwd_scalar(const nf_norm_fwd_args a)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
+    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int64_t row = (int64_t)blockIdx.x * ROWS + group;
+    const bool live = row < a.M;
+    const nf_bf16 *x = a.x + (live ? row : 0) * a.ldx;
+    const int64_t n = live ? a.n : 0;
+
+    float mu = 0.0f, rstd;
+    if constexpr (LN) {
+        float s = 0.0f;
+        for (int64_t j = t; j < n; j += TPR)
+            s += nf_ld(x, j);
+        mu = nf_group_sum<TPR>(s, scratch[group]) / (float)a.n; /* mu = mean_j x_j */
+        float ss = 0.0f;
+        for (int64_t j = t; j < n; j += TPR) {
+            const float d = nf_ld(x, j) - mu;
+            ss = fmaf(d, d, ss);
+        }
+        const float var = nf_group_sum<TPR>(ss, scratch[group]) / (float)a.n;
+        rstd = 1.0f / sqrtf(var + a.eps);
+    } else {
+        float ss = 0.0f;
+        for (int64_t j = t; j < n; j += TPR) {
+            const float v = nf_ld(x, j);
+            ss = fmaf(v, v, ss);
+        }
+        const float ms = nf_group_sum<TPR>(ss, scratch[group]) / (float)a.n;
+        rstd = 1.0f / sqrtf(ms + a.eps);
+    }
+    if (!live)
+        return;
+    if (t == 0) {
+        if (a.rstd)
+            a.rstd[row] = rstd;
+        if (LN && a.mean)
+            a.mean[row] = mu;
+    }
+    nf_bf16 *y = a.y + row * a.ldy;
+    for (int64_t j = t; j < n; j += TPR) {
+        float yv = (nf_ld(x, j) - mu) * rstd;
+        if (a.g)
+            yv *= nf_ld(a.g, j);
+        if (LN && a.b)
+            yv += nf_ld(a.b, j);
+        y[j] = nf_to_bf16(yv);
+    }
+}
+
+/* ---- launch ------------------------------------------------------------------------ */
+
+template <int TPR, int VPT>
+nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    const int64_t blocks = (a->M + ROWS - 1) / ROWS;
+    if (a->kind == NF_NORM_LAYER)
+        norm_fwd_vec<TPR, VPT, true><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+    else
+        norm_fwd_vec<TPR, VPT, false><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+    NF_CUDA_LAUNCHED("norm_fwd_vec");
+    return NF_OK;
+}
+
+template <int TPR>
+nf_status launch_scalar(const nf_norm_fwd_args *a, cudaStream_t st)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    const int64_t blocks = (a->M + ROWS - 1) / ROWS;
+    if (a->kind == NF_NORM_LAYER)
+        norm_fwd_scalar<TPR, true><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+    else
+        norm_fwd_scalar<TPR, false><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+    NF_CUDA_LAUNCHED("norm_fwd_scalar");
+    return NF_OK;
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p % 16) == 0; }
+
+/* Scalar-path group size: a warp for short rows, a CTA for long ones. */
+constexpr int64_t kScalarWarpMaxN = 512;
+
+} // namespace
+
+extern "C" nf_status nf_ref_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
+{
+    cudaStream_t st = nf_stream_of(ctx);
+    const bool vec = a->n % NF_VEC == 0 && a->ldx % NF_VEC == 0 && a->ldy % NF_VEC == 0 &&
+                     aligned16(a->x) && aligned16(a->y) && aligned16(a->g) &&
+                     (a->kind != NF_NORM_LAYER || aligned16(a->b));
+    if (!vec)
+        return a->n <= kScalarWarpMaxN ? launch_scalar<32>(a, st) : launch_scalar<256>(a, st);
+    /* (threads per row, vectors per thread) by row length: TPR * VPT * 8 >= n */
+    const int64_t nv = a->n / NF_VEC;
+    if (nv <= 32)   return launch_vec<32, 1>(a, st);     /* n <= 256   */
+    if (nv <= 64)   return launch_vec<32, 2>(a, st);     /* n <= 512   */
+    if (nv <= 128)  return launch_vec<32, 4>(a, st);     /* n <= 1024  */
+    if (nv <= 256)  return launch_vec<64, 4>(a, st);     /* n <= 2048  */
+    if (nv <= 512)  return launch_vec<128, 4>(a, st);    /* n <= 4096  */
+    if (nv <= 1024) return launch_vec<256, 4>(a, st);    /* n <= 8192  */
+    if (nv <= 2048) return launch_vec<512, 4>(a, st);    /* n <= 16384 */
+    if (nv <= 4096) return launch_vec<256, 16>(a, st);   /* n <= 32768 */
+    return launch_vec<512, 16>(a, st);                   /* n <= 65536 */
+}

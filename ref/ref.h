@@ -1,0 +1,76 @@
+/*
+ * ref.h — what the files of ref/ share with each other (not with src/ or
+ * fused/, which see only src/internal.h).
+ *
+ * Workspace slots (nf_ctx_workspace).  A slot's pointer is valid until the
+ * next request for that slot, so a pipeline gives every live intermediate
+ * its own slot.  cuBLASLt always uses NF_REF_SLOT_GEMM; the deterministic
+ * reductions (norm backward dg/db partials, column sums) take the slot their
+ * caller names, so the caller can keep its own intermediates alive.
+ */
+#ifndef NF_REF_H
+#define NF_REF_H
+
+#include "internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    NF_REF_SLOT_A = 0,    /* first pipeline intermediate                    */
+    NF_REF_SLOT_B = 1,    /* second pipeline intermediate                   */
+    NF_REF_SLOT_C = 2,    /* third intermediate / reduction partials        */
+    NF_REF_SLOT_GEMM = 3, /* cuBLASLt workspace (NF_REF_GEMM_WORKSPACE)     */
+};
+#define NF_REF_GEMM_WORKSPACE ((size_t)32 << 20)
+
+/* Norm backward whose dg/db partials live in workspace slot `slot`. */
+nf_status nf_ref_norm_bwd_slot(nf_context *ctx, const nf_norm_bwd_args *a, int slot);
+
+/* C = alpha op(A) op(B) + beta C (+ bias[N] broadcast over rows when bias is
+ * set, through cuBLASLt's bias epilogue; one rounding to bf16 at the end).
+ * Returns NF_ERR_UNSUPPORTED_SHAPE without a recorded message when cuBLASLt
+ * has no algorithm with the bias epilogue (the caller then adds it itself). */
+nf_status nf_ref_gemm_bias(nf_context *ctx, const nf_gemm_args *g, const nf_bf16 *bias);
+
+/* 1 when some cuBLASLt configuration scales the rows of a row-major bf16
+ * D = diag(v) (A @ B) in its epilogue (checked numerically on a small
+ * problem), 0 when none does, -1 when the probe itself failed. */
+int nf_ref_probe_row_scale(nf_context *ctx);
+
+/* The attention core alone: O = act(s Qn K^T) V per (sequence, head), lse
+ * to a->lse (softmax, when set); Qn given [Tq, H*D] with leading dim ldqn. */
+nf_status nf_ref_attention_core_fwd(nf_context *ctx, const nf_attention_fwd_args *a,
+                                    const nf_bf16 *Qn, int64_t ldqn, nf_bf16 *O, int64_t ldo);
+
+/* ---- small elementwise / reduction kernels (ref/elementwise.cu) ---------- */
+
+/* z = bf16(x + y), [M, n] each with its own leading dimension (z may be x). */
+nf_status nf_ref_add(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
+                     const nf_bf16 *y, int64_t ldy, nf_bf16 *z, int64_t ldz);
+/* out_ij = bf16(x_ij rstd_i g_j) (g NULL: 1): the normalised activations
+ * recomputed from saved statistics. */
+nf_status nf_ref_scale_rows(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
+                            const float *rstd, const nf_bf16 *g, nf_bf16 *out, int64_t ldo);
+/* h = bf16(h + c) in place, c[n] broadcast over the M rows. */
+nf_status nf_ref_add_bias(nf_context *ctx, int64_t M, int64_t n, nf_bf16 *h, int64_t ldh,
+                          const nf_bf16 *c);
+/* out_j = bf16(sum_i x_ij) over M rows, deterministic (fixed-order partials in
+ * workspace slot `slot`). */
+nf_status nf_ref_col_sum(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
+                         nf_bf16 *out, int slot);
+/* Fixed-order sum of `parts` partial rows [parts, n] fp32 (stride n) into
+ * bf16 out[n]; used after every per-CTA partial reduction. */
+nf_status nf_ref_reduce_partials(nf_context *ctx, const float *partials, int64_t parts, int64_t n,
+                                 nf_bf16 *out);
+/* out_j = (float)in_j for j < n; in NULL gives `fill` everywhere. */
+nf_status nf_ref_bf16_to_f32(nf_context *ctx, const nf_bf16 *in, int64_t n, float fill, float *out);
+/* out_j = bf16(in_j). */
+nf_status nf_ref_f32_to_bf16(nf_context *ctx, const float *in, int64_t n, nf_bf16 *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NF_REF_H */

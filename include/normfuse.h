@@ -136,6 +136,7 @@ typedef struct nf_norm_bwd_args {
     const nf_bf16 *x;      /* [M, n], the forward input                       */
     int64_t ldx;
     const nf_bf16 *g;      /* [n] or NULL                                     */
+    float eps;             /* the forward's eps (> 0)                         */
     const float *mean;     /* [M] from the forward; LayerNorm: required       */
     const float *rstd;     /* [M] from the forward; required                  */
     const nf_bf16 *dy;     /* [M, n]                                          */
@@ -183,6 +184,7 @@ typedef struct nf_prenorm_gemm_bwd_args {
     const nf_bf16 *g;      /* [K] or NULL                                     */
     const nf_bf16 *W;      /* [K, N]                                          */
     int64_t ldw;
+    float eps;             /* the forward's eps (> 0)                         */
     const float *rstd;     /* [M] from the forward; required                  */
     const nf_bf16 *dY;     /* [M, N]                                          */
     int64_t lddy;
@@ -235,6 +237,7 @@ typedef struct nf_postnorm_gemm_bwd_args {
     const nf_bf16 *h;      /* [M, N], saved by the forward; required          */
     int64_t ldh;
     const nf_bf16 *g;      /* [N] or NULL                                     */
+    float eps;             /* the forward's eps (> 0)                         */
     const float *mean;     /* [M]; LayerNorm: required                        */
     const float *rstd;     /* [M]; required                                   */
     const nf_bf16 *dY;     /* [M, N]                                          */

@@ -86,7 +86,7 @@ Test(api_validation, null_required_pointer)
     nf_prenorm_gemm_fwd_args p = prenorm_fwd();
     p.W = NULL;
     expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_NULL_ARGUMENT, "W is NULL");
-    nf_norm_bwd_args b = {.kind = NF_NORM_RMS, .M = 2, .n = 8, .x = BF, .ldx = 8, .rstd = NULL,
+    nf_norm_bwd_args b = {.kind = NF_NORM_RMS, .M = 2, .n = 8, .x = BF, .ldx = 8, .eps = 1e-6f, .rstd = NULL,
                           .dy = BF, .lddy = 8, .dx = BF + 64, .lddx = 8};
     expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_NULL_ARGUMENT, "rstd is NULL");
     nf_attention_fwd_args t = attention_fwd();
@@ -190,7 +190,7 @@ Test(api_validation, inconsistent_arguments)
     a.kind = NF_NORM_RMS; /* b and mean are still set */
     expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_INCONSISTENT, "b is set");
     nf_norm_bwd_args b = {.kind = NF_NORM_RMS, .M = 2, .n = 8, .x = BF, .ldx = 8, .g = BF,
-                          .rstd = F32, .dy = BF, .lddy = 8, .dx = BF + 64, .lddx = 8, .dg = NULL};
+                          .eps = 1e-6f, .rstd = F32, .dy = BF, .lddy = 8, .dx = BF + 64, .lddx = 8, .dg = NULL};
     expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_INCONSISTENT, "dg is NULL");
     nf_prenorm_gemm_fwd_args p = prenorm_fwd();
     p.Wg = NULL;

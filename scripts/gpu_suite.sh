@@ -3,7 +3,8 @@
 # writing logs and data into OUTDIR (each file headed by the date, the GPU,
 # the commit and the command that made it).
 #
-#   STEPS: comma list of  build, tests, bench, quickbench, gate  (default all but quickbench)
+#   STEPS: comma list of  build, tests, bench, quickbench, torch, gate
+#          (default build,tests,bench,gate)
 #
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
@@ -44,9 +45,14 @@ if has quickbench; then
   "$build/cli/normfuse" bench --quick --reps 10 --json "$out/bench-quick.json" | tee "$out/bench-quick.log" | tail -30
 fi
 if has bench; then
-  header "$out/bench.log" "normfuse bench --json bench.json"
-  "$build/cli/normfuse" bench --json "$out/bench.json" >> "$out/bench.log" 2>&1 || echo "gpu_suite: bench failed"
+  header "$out/bench.log" "normfuse bench --json bench.json --markdown bench.md"
+  "$build/cli/normfuse" bench --json "$out/bench.json" --markdown "$out/bench.md" >> "$out/bench.log" 2>&1 || echo "gpu_suite: bench failed"
   grep -E "=>|ceilings|ERR" "$out/bench.log" | tail -40
+fi
+if has torch; then
+  python3 "$root/scripts/torch_baseline.py" --json "$out/torch.json" > "$out/torch.log" 2>&1 ||
+    echo "gpu_suite: torch baseline failed (see torch.log)"
+  tail -5 "$out/torch.log"
 fi
 if has gate; then
   header "$out/gate.log" "normfuse gate --out gate"

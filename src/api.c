@@ -163,6 +163,7 @@ static nf_status check_norm_bwd(const char *fn, const nf_norm_bwd_args *a)
     TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
     TRY(need(fn, a->x, "x"));
     TRY(check_ld(fn, a->ldx, a->M, a->n, "ldx"));
+    TRY(check_eps(fn, a->eps, "eps"));
     if (a->kind == NF_NORM_LAYER)
         TRY(need(fn, a->mean, "mean"));
     else
@@ -311,6 +312,7 @@ static nf_status check_prenorm_bwd(const char *fn, const nf_prenorm_gemm_bwd_arg
     TRY(check_ld(fn, a->lda, a->M, a->K, "lda"));
     TRY(need(fn, a->W, "W"));
     TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
+    TRY(check_eps(fn, a->eps, "eps"));
     TRY(need(fn, a->rstd, "rstd"));
     TRY(need(fn, a->dY, "dY"));
     TRY(check_ld(fn, a->lddy, a->M, a->N, "lddy"));
@@ -400,6 +402,7 @@ static nf_status check_postnorm_bwd(const char *fn, const nf_postnorm_gemm_bwd_a
     TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
     TRY(need(fn, a->h, "h"));
     TRY(check_ld(fn, a->ldh, a->M, a->N, "ldh"));
+    TRY(check_eps(fn, a->eps, "eps"));
     if (a->kind == NF_NORM_LAYER)
         TRY(need(fn, a->mean, "mean"));
     else

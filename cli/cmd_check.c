@@ -1,0 +1,166 @@
+/*
+ * cmd_check.c — `normfuse check`: one op, one case, every matching entry
+ * (or --impl NAME), judged against the oracle; prints the comparison per
+ * output.  Inputs are drawn from --seed, or read from NumPy files:
+ *   --in x=act.npy   float32 (rounded to bf16; the count of values the
+ *                    rounding changed is printed) or uint16 (bf16 bits).
+ * Without --shape the shape comes from the .npy inputs (x/A/X: rows and
+ * row length, W: K x N).  Exit: 0 pass, 1 a failure, 2 usage or no device.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bf16.h"
+#include "cli.h"
+#include "npy.h"
+#include "props.h"
+
+#define MAX_INPUTS 16
+
+typedef struct named_npy { const char *name; nf_npy a; } named_npy;
+
+/* Dims of the case implied by an input's [rows, cols]. */
+static void infer(nf_case *c, const char *name, int64_t rows, int64_t cols)
+{
+    const int norm = c->op <= NF_OP_NORM_BWD;
+    if (!strcmp(name, "x") || !strcmp(name, "A") || !strcmp(name, "X")) {
+        c->M = rows;
+        if (norm) c->N = cols; else c->K = cols;
+    } else if (!strcmp(name, "W")) {
+        c->K = rows, c->N = cols;
+    } else if (!strcmp(name, "h") || !strcmp(name, "dY") || !strcmp(name, "dy")) {
+        c->M = rows, c->N = cols;
+    }
+}
+
+int nf_cmd_check(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"op", 1, 0, 'o'}, {"impl", 1, 0, 'i'}, {"shape", 1, 0, 'S'}, {"kind", 1, 0, 'k'},
+        {"dist", 1, 0, 'D'}, {"seed", 1, 0, 's'}, {"eps", 1, 0, 'e'}, {"pad", 1, 0, 'p'},
+        {"g", 1, 0, 'g'}, {"b", 1, 0, 'b'}, {"bias", 1, 0, 'c'}, {"residual", 1, 0, 'R'},
+        {"act", 1, 0, 'a'}, {"causal", 1, 0, 'C'}, {"separate-kv", 1, 0, 'K'}, {"in", 1, 0, 'n'},
+        {"oracle", 1, 0, 'O'}, {"device", 1, 0, 'd'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+    };
+    nf_case c;
+    memset(&c, 0, sizeof c);
+    c.op = NF_OP_COUNT;
+    c.seed = getenv("NF_SEED") ? strtoull(getenv("NF_SEED"), NULL, 0) : 1;
+    c.has_g = 1;
+    const char *impl = NULL, *shape = NULL;
+    named_npy in[MAX_INPUTS];
+    int nin = 0, device = 0, rc = 2;
+    nf_run_opts ro = {0};
+    char err[256];
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (ch) {
+        case 'o': if (nf_op_parse(optarg, &c.op)) goto usage; break;
+        case 'i': impl = optarg; break;
+        case 'S': shape = optarg; break;
+        case 'k': c.kind = !strcmp(optarg, "ln") ? NF_NORM_LAYER : NF_NORM_RMS; break;
+        case 'D': if (nf_dist_parse(optarg, &c.dist)) goto usage; break;
+        case 's': c.seed = strtoull(optarg, NULL, 0); break;
+        case 'e': c.eps = (float)atof(optarg); break;
+        case 'p': c.ld_pad = atoi(optarg); break;
+        case 'g': c.has_g = atoi(optarg); break;
+        case 'b': c.has_b = atoi(optarg); break;
+        case 'c': c.has_bias = atoi(optarg); break;
+        case 'R': c.has_residual = atoi(optarg); break;
+        case 'a': if (nf_activation_parse(optarg, &c.act)) goto usage; break;
+        case 'C': c.causal = atoi(optarg); break;
+        case 'K': c.separate_kv = atoi(optarg); break;
+        case 'O': ro.oracle = !strcmp(optarg, "mpfr") ? NF_ORACLE_MPFR : !strcmp(optarg, "fast") ? NF_ORACLE_FAST
+                                                                                                  : NF_ORACLE_AUTO;
+            break;
+        case 'd': device = atoi(optarg); break;
+        case 'n': {
+            char *eq = strchr(optarg, '=');
+            if (!eq || nin == MAX_INPUTS)
+                goto usage;
+            *eq = '\0';
+            in[nin].name = optarg;
+            if (nf_npy_load(eq + 1, &in[nin].a, err, sizeof err)) {
+                fprintf(stderr, "normfuse check: %s: %s\n", eq + 1, err);
+                return 2;
+            }
+            ++nin;
+            break;
+        }
+        default: goto usage;
+        }
+    }
+    if (c.op == NF_OP_COUNT)
+        goto usage;
+    for (int i = 0; i < nin; ++i) {
+        int64_t r, k;
+        nf_npy_as_matrix(&in[i].a, &r, &k);
+        infer(&c, in[i].name, r, k);
+    }
+    if (shape && nf_case_apply_shape(&c, shape))
+        return 2;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        fprintf(stderr, "normfuse check: SKIPPED (no CUDA device): checking an op launches it\n");
+        return 2;
+    }
+    nf_context *ctx = NULL;
+    NF_CHECK(nf_context_create(&ctx, device));
+    int ran = 0, failed = 0;
+    for (int k = 0; k < nf_registry_count(); ++k) {
+        const nf_entry *e = nf_registry_get(k);
+        if (e->op != c.op || (impl ? strcmp(impl, e->name) != 0 : (e->flags & NF_ENTRY_SELFTEST) != 0))
+            continue;
+        nf_case_data d;
+        nf_case_result r = {0};
+        if (nf_case_prepare(&c, (e->flags & NF_ENTRY_TMA_LAYOUT) != 0, &d, &r) == 0) {
+            for (int i = 0; i < nin && r.verdict == NF_V_PASS; ++i) {
+                nf_tensor *t = nf_case_tensor(&d, in[i].name);
+                int64_t rows, cols, changed = 0;
+                nf_npy_as_matrix(&in[i].a, &rows, &cols);
+                void *vals = malloc((size_t)in[i].a.count * 4 + 4);
+                if (t && t->type == NF_T_BF16)
+                    nf_npy_to_bf16(&in[i].a, vals, &changed);
+                else if (vals && in[i].a.dtype == NF_NPY_F32)
+                    memcpy(vals, in[i].a.data, (size_t)in[i].a.count * 4);
+                if (!vals || nf_case_set_input(&d, in[i].name, vals, rows, cols, err, sizeof err)) {
+                    snprintf(r.message, sizeof r.message, "input %s: %s", in[i].name, vals ? err : "out of memory");
+                    r.verdict = NF_V_ERROR;
+                } else if (t && t->type == NF_T_BF16 && in[i].a.dtype == NF_NPY_F32 && ran == 0) {
+                    printf("input %s: %lld of %lld float32 values changed when rounded to bf16\n", in[i].name,
+                           (long long)changed, (long long)in[i].a.count);
+                }
+                free(vals);
+            }
+            if (r.verdict == NF_V_PASS && nf_case_execute(ctx, e, &d, &r) == NF_OK)
+                nf_case_judge(&d, &ro, &r);
+        }
+        nf_case_result_print(stdout, e, &c, &r);
+        if (nf_verdict_is_failure(r.verdict)) {
+            char repro[1024];
+            nf_check_repro(repro, sizeof repro, e, &c);
+            printf("  repro: %s%s\n", repro, nin ? " (plus the --in files)" : "");
+        }
+        ++ran;
+        failed += nf_verdict_is_failure(r.verdict);
+        nf_case_free(&d);
+    }
+    if (!ran)
+        fprintf(stderr, "normfuse check: no registry entry matches op %s%s%s\n", nf_op_name(c.op),
+                impl ? " and impl " : "", impl ? impl : "");
+    rc = !ran ? 2 : failed ? 1 : 0;
+fail:
+    nf_context_destroy(ctx);
+    for (int i = 0; i < nin; ++i)
+        nf_npy_free(&in[i].a);
+    return rc;
+usage:
+    fprintf(stderr, "usage: normfuse check --op OP [--impl NAME] [--shape K=V,..] [--kind rms|ln] [--dist D]\n"
+                    "         [--seed S] [--eps E] [--pad P] [--g 0|1] [--b 0|1] [--bias 0|1] [--residual 0|1]\n"
+                    "         [--act softmax|gelu|gelu_tanh|silu] [--causal 0|1] [--separate-kv 0|1]\n"
+                    "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D]\n");
+    for (int i = 0; i < nin; ++i)
+        nf_npy_free(&in[i].a);
+    return 2;
+}

@@ -1,0 +1,131 @@
+/*
+ * cmd_fuzz.c — `normfuse fuzz`: the shape and input fuzzer (harness/fuzz.h).
+ *
+ *   normfuse fuzz --seed S [--cases N | --seconds T] [--op OP]... [--impl NAME]
+ *                 [--max-elems E] [--shard i/n] [--log run.jsonl [--resume]]
+ *   normfuse fuzz --seed S --case I --op OP --impl NAME [--shape M=..,N=..]   (a repro)
+ *
+ * Under mpirun/srun the rank and size come from the environment
+ * (OMPI_COMM_WORLD_*, PMI_*, SLURM_*): rank r takes shard r/size, GPU
+ * r % (visible GPUs), and writes LOG.rank<r> so ranks never share a file.
+ * Exit status: 0 all passed, 1 a failure, 2 bad usage or no device.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fuzz.h"
+
+#define DEFAULT_SEED 20240601ull
+#define DEFAULT_CASES 200
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: normfuse fuzz [--seed S] [--cases N] [--seconds T] [--case I] [--first I]\n"
+               "                     [--op OP]... [--impl NAME] [--shape K=V,...] [--max-elems E]\n"
+               "                     [--shard i/n] [--log FILE] [--resume] [--no-shrink] [--device D]\n"
+               "ops: norm_fwd norm_bwd prenorm_fwd prenorm_bwd postnorm_fwd postnorm_bwd\n"
+               "     attention_fwd attention_bwd.  NF_SEED overrides the default seed.\n");
+}
+
+int nf_cmd_fuzz(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"seed", required_argument, 0, 's'},   {"cases", required_argument, 0, 'n'},
+        {"seconds", required_argument, 0, 't'}, {"case", required_argument, 0, 'c'},
+        {"first", required_argument, 0, 'f'},  {"op", required_argument, 0, 'o'},
+        {"impl", required_argument, 0, 'i'},   {"shape", required_argument, 0, 'S'},
+        {"max-elems", required_argument, 0, 'm'}, {"shard", required_argument, 0, 'h'},
+        {"log", required_argument, 0, 'l'},    {"resume", no_argument, 0, 'r'},
+        {"no-shrink", no_argument, 0, 'x'},    {"device", required_argument, 0, 'd'},
+        {"help", no_argument, 0, '?'},         {0, 0, 0, 0},
+    };
+    const char *env_seed = getenv("NF_SEED");
+    nf_fuzz_run_opts o;
+    memset(&o, 0, sizeof o);
+    nf_fuzz_cfg_default(&o.cfg, env_seed ? strtoull(env_seed, NULL, 0) : DEFAULT_SEED);
+    o.only_case = -1;
+    o.shrink = 1;
+    o.out = stdout;
+    o.nshards = 1;
+    int device = -1, shard_given = 0;
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (ch) {
+        case 's': o.cfg.seed = strtoull(optarg, NULL, 0); break;
+        case 'n': o.max_cases = atoll(optarg); break;
+        case 't': o.seconds = atof(optarg); break;
+        case 'c': o.only_case = atoll(optarg); break;
+        case 'f': o.first_case = atoll(optarg); break;
+        case 'o':
+            if (o.cfg.nops >= NF_OP_COUNT || nf_op_parse(optarg, &o.cfg.ops[o.cfg.nops]) != 0) {
+                fprintf(stderr, "normfuse fuzz: unknown op '%s'\n", optarg);
+                return 2;
+            }
+            ++o.cfg.nops;
+            break;
+        case 'i': o.impl = optarg; break;
+        case 'S': o.shape = optarg; break;
+        case 'm': o.cfg.max_elems = atoll(optarg); break;
+        case 'h':
+            if (nf_shard_parse(optarg, &o.shard, &o.nshards) != 0) {
+                fprintf(stderr, "normfuse fuzz: --shard wants i/n with 0 <= i < n, got '%s'\n", optarg);
+                return 2;
+            }
+            shard_given = 1;
+            break;
+        case 'l': o.log_path = optarg; break;
+        case 'r': o.resume = 1; break;
+        case 'x': o.shrink = 0; break;
+        case 'd': device = atoi(optarg); break;
+        default: usage(ch == '?' ? stdout : stderr); return 2;
+        }
+    }
+    if (o.impl && !nf_registry_find(o.impl)) {
+        fprintf(stderr, "normfuse fuzz: no registry entry '%s'; entries:\n", o.impl);
+        for (int i = 0; i < nf_registry_count(); ++i)
+            fprintf(stderr, "  %s\n", nf_registry_get(i)->name);
+        return 2;
+    }
+    if (o.max_cases == 0 && o.seconds == 0 && o.only_case < 0)
+        o.max_cases = DEFAULT_CASES;
+    int rank = 0, size = 1;
+    char logbuf[1024];
+    if (nf_mpi_rank(&rank, &size)) {
+        if (!shard_given)
+            o.shard = rank, o.nshards = size;
+        if (o.log_path && size > 1) {
+            snprintf(logbuf, sizeof logbuf, "%s.rank%d", o.log_path, rank);
+            o.log_path = logbuf;
+        }
+    }
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        fprintf(stderr, "normfuse fuzz: SKIPPED (no CUDA device): the fuzzer launches kernels\n");
+        return 2;
+    }
+    if (device < 0)
+        device = rank % count;
+    nf_context *ctx = NULL;
+    nf_fuzz_summary s;
+    int rc = 2;
+    NF_CHECK(nf_context_create(&ctx, device));
+    printf("normfuse fuzz: seed %llu, shard %d/%d, device %d, max-elems %lld%s%s\n",
+           (unsigned long long)o.cfg.seed, o.shard, o.nshards, device, (long long)o.cfg.max_elems,
+           o.log_path ? ", log " : "", o.log_path ? o.log_path : "");
+    if (nf_fuzz_run(ctx, &o, &s) != 0) {
+        fprintf(stderr, "normfuse fuzz: could not run (log %s or --shape)\n", o.log_path ? o.log_path : "-");
+        goto fail;
+    }
+    printf("fuzz: %lld cases, %lld runs in %.1f s: %lld pass, %lld FAIL, %lld not implemented, "
+           "%lld unsupported, %lld already in the log\n", (long long)s.cases, (long long)s.runs, s.seconds,
+           (long long)s.pass, (long long)s.fail, (long long)s.not_implemented, (long long)s.unsupported,
+           (long long)s.resumed);
+    if (s.fail)
+        printf("first failure: %s\n", s.first_failure);
+    rc = s.fail ? 1 : 0;
+fail:
+    nf_context_destroy(ctx);
+    return rc;
+}

@@ -1,0 +1,191 @@
+/*
+ * fuzz_case_test.c — the fuzzer's case generation is a pure function of
+ * (seed, index) and respects its caps; shards cover every index exactly
+ * once; shrinking reaches the minimal failing shape of a synthetic
+ * predicate; MPI rank detection from the environment.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "fuzz.h"
+
+#define DEFAULT_SEED 20240601ull
+enum { NCASES = 2000 };
+
+static uint64_t test_seed(void)
+{
+    const char *s = getenv("NF_SEED");
+    return s ? strtoull(s, NULL, 0) : DEFAULT_SEED;
+}
+
+Test(fuzz_cases, same_seed_and_index_give_the_same_case)
+{
+    const uint64_t seeds[] = {test_seed(), 1, 0xDEADBEEFCAFEull};
+    for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; ++s) {
+        nf_fuzz_cfg cfg;
+        nf_fuzz_cfg_default(&cfg, seeds[s]);
+        int64_t differ_from_next = 0;
+        for (int64_t i = 0; i < NCASES; ++i) {
+            nf_case a, b, c;
+            nf_fuzz_case(&cfg, i, &a);
+            nf_fuzz_case(&cfg, i, &b);
+            nf_fuzz_case(&cfg, i + 1, &c);
+            cr_assert(memcmp(&a, &b, sizeof a) == 0, "case %lld of seed %llu differs between two draws",
+                      (long long)i, (unsigned long long)seeds[s]);
+            differ_from_next += a.seed != c.seed;
+        }
+        cr_assert_eq(differ_from_next, NCASES, "neighbouring indices share an input seed (seed %llu)",
+                     (unsigned long long)seeds[s]);
+    }
+}
+
+Test(fuzz_cases, generated_inputs_are_reproducible)
+{
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, test_seed());
+    cfg.max_elems = 1 << 14; /* small: this runs the host generators */
+    cfg.nops = 3;
+    cfg.ops[0] = NF_OP_NORM_FWD, cfg.ops[1] = NF_OP_PRENORM_FWD, cfg.ops[2] = NF_OP_POSTNORM_FWD;
+    for (int64_t i = 0; i < 40; ++i) {
+        nf_case c;
+        nf_fuzz_case(&cfg, i, &c);
+        nf_case_data d1, d2;
+        nf_case_result r = {0};
+        cr_assert_eq(nf_case_prepare(&c, 0, &d1, &r), 0, "prepare case %lld: %s", (long long)i, r.message);
+        cr_assert_eq(nf_case_prepare(&c, 0, &d2, &r), 0, "prepare case %lld: %s", (long long)i, r.message);
+        int nonzero = 0;
+        for (int t = 0; t < d1.nt; ++t) {
+            if (d1.t[t].is_output || d1.t[t].rows == 0 || d1.t[t].device_only)
+                continue;
+            const size_t bytes = (size_t)(d1.t[t].rows * d1.t[t].ld) * nf_ttype_size(d1.t[t].type);
+            cr_assert(memcmp(d1.t[t].host, d2.t[t].host, bytes) == 0, "input %s of case %lld (seed %llu) differs",
+                      d1.t[t].name, (long long)i, (unsigned long long)cfg.seed);
+            for (size_t b = 0; b < bytes && !nonzero; ++b)
+                nonzero = ((unsigned char *)d1.t[t].host)[b] != 0;
+        }
+        cr_assert(nonzero, "case %lld has all-zero inputs", (long long)i);
+        nf_case_free(&d1);
+        nf_case_free(&d2);
+    }
+}
+
+Test(fuzz_cases, cases_respect_the_caps_and_hit_the_edges)
+{
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, test_seed());
+    cfg.max_elems = 1 << 20;
+    int m1 = 0, tail = 0, ops[NF_OP_COUNT] = {0};
+    for (int64_t i = 0; i < NCASES; ++i) {
+        nf_case c;
+        nf_fuzz_case(&cfg, i, &c);
+        cr_assert(nf_case_max_elems(&c) <= cfg.max_elems, "case %lld: %lld elements over the cap", (long long)i,
+                  (long long)nf_case_max_elems(&c));
+        cr_assert(nf_case_cost(&c) <= NF_FUZZ_MAX_COST);
+        ++ops[c.op];
+        m1 += c.op < NF_OP_ATTENTION_FWD && c.M == 1;
+        tail += c.op < NF_OP_ATTENTION_FWD && (c.M % 64 == 1 || c.M % 64 == 63);
+    }
+    for (int op = 0; op < NF_OP_COUNT; ++op)
+        cr_assert(ops[op] > 0, "op %s never drawn", nf_op_name((nf_op)op));
+    cr_assert(m1 > 0 && tail > 0, "edges not hit: M=1 %d times, tile tails %d times", m1, tail);
+}
+
+Test(fuzz_shards, every_index_in_exactly_one_shard)
+{
+    const int ns[] = {1, 2, 3, 7, 16};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; ++k)
+        for (int64_t i = 0; i < NCASES; ++i) {
+            int owners = 0;
+            for (int s = 0; s < ns[k]; ++s)
+                owners += nf_shard_owns(i, s, ns[k]);
+            cr_assert_eq(owners, 1, "index %lld has %d owners among %d shards", (long long)i, owners, ns[k]);
+        }
+}
+
+Test(fuzz_shards, parse_accepts_i_of_n_only)
+{
+    int i, n;
+    cr_assert_eq(nf_shard_parse("2/5", &i, &n), 0);
+    cr_assert(i == 2 && n == 5);
+    cr_assert_neq(nf_shard_parse("5/5", &i, &n), 0);
+    cr_assert_neq(nf_shard_parse("-1/3", &i, &n), 0);
+    cr_assert_neq(nf_shard_parse("1", &i, &n), 0);
+    cr_assert_neq(nf_shard_parse("1/0", &i, &n), 0);
+    cr_assert_neq(nf_shard_parse("1/3x", &i, &n), 0);
+}
+
+Test(fuzz_shards, mpi_rank_from_the_environment)
+{
+    int r, s;
+    unsetenv("PMI_RANK"), unsetenv("PMI_SIZE"), unsetenv("SLURM_PROCID"), unsetenv("SLURM_NTASKS");
+    setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+    cr_assert_eq(nf_mpi_rank(&r, &s), 1);
+    cr_assert(r == 3 && s == 8);
+    unsetenv("OMPI_COMM_WORLD_RANK"), unsetenv("OMPI_COMM_WORLD_SIZE");
+    setenv("PMI_RANK", "1", 1);
+    setenv("PMI_SIZE", "2", 1);
+    cr_assert_eq(nf_mpi_rank(&r, &s), 1);
+    cr_assert(r == 1 && s == 2);
+    unsetenv("PMI_RANK"), unsetenv("PMI_SIZE");
+    cr_assert_eq(nf_mpi_rank(&r, &s), 0);
+    cr_assert(r == 0 && s == 1);
+}
+
+/* Synthetic failure: M >= 5, K >= 3 and N odd. */
+static int synthetic(const nf_case *c, void *user)
+{
+    ++*(int *)user;
+    return c->M >= 5 && c->K >= 3 && c->N % 2 == 1;
+}
+
+Test(fuzz_shrink, halving_reaches_the_minimal_failing_shape)
+{
+    const int64_t starts[][3] = {{1000, 768, 77}, {5, 3, 1}, {65537, 4096, 4095}};
+    const int64_t wantM[] = {7, 5, 8}, wantK[] = {3, 3, 4}, wantN[] = {77, 1, 1};
+    for (int k = 0; k < 3; ++k) {
+        nf_case c;
+        memset(&c, 0, sizeof c);
+        c.op = NF_OP_PRENORM_FWD;
+        c.M = starts[k][0], c.K = starts[k][1], c.N = starts[k][2];
+        int calls = 0;
+        cr_assert(synthetic(&c, &calls));
+        nf_shrink_case(&c, synthetic, &calls);
+        cr_assert(synthetic(&c, &calls), "shrunk case no longer fails");
+        cr_assert(c.M == wantM[k] && c.K == wantK[k] && c.N == wantN[k],
+                  "start %lld,%lld,%lld shrank to %lld,%lld,%lld", (long long)starts[k][0], (long long)starts[k][1],
+                  (long long)starts[k][2], (long long)c.M, (long long)c.K, (long long)c.N);
+        /* minimal: halving any dimension loses the failure */
+        nf_case h = c;
+        h.M /= 2;
+        cr_assert(c.M == 1 || !synthetic(&h, &calls));
+        h = c, h.K /= 2;
+        cr_assert(c.K == 1 || !synthetic(&h, &calls));
+        h = c, h.N /= 2;
+        cr_assert(c.N == 1 || !synthetic(&h, &calls));
+    }
+}
+
+Test(fuzz_repro, repro_line_names_seed_case_op_impl_and_shape)
+{
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, 42);
+    nf_case c;
+    nf_fuzz_case(&cfg, 17, &c);
+    char buf[512], want[256];
+    nf_fuzz_repro(buf, sizeof buf, &cfg, 17, "x/ref", NULL);
+    snprintf(want, sizeof want, "normfuse fuzz --seed 42 --case 17 --op %s --impl x/ref", nf_op_name(c.op));
+    cr_assert_str_eq(buf, want);
+    nf_case s = c;
+    s.M = 3, s.K = 5, s.N = 9, s.B = 1, s.H = 1, s.D = 2, s.Sq = 3, s.Sk = 4;
+    nf_fuzz_repro(buf, sizeof buf, &cfg, 17, "x/ref", &s);
+    char shape[128];
+    nf_case_shape_str(&s, shape, sizeof shape);
+    cr_assert(strstr(buf, shape) != NULL, "%s lacks %s", buf, shape);
+    nf_case back = c;
+    cr_assert_eq(nf_case_apply_shape(&back, shape), 0);
+    cr_assert(back.M == s.M || back.op >= NF_OP_ATTENTION_FWD);
+}

@@ -1,0 +1,112 @@
+/*
+ * fuzz_log_test.c — the JSONL log: every line parses back, a partial last
+ * line (a run killed mid-write) is cut on resume and its result re-run,
+ * appending after the cut gives well-formed lines; JSON strings escape.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "fuzz.h"
+#include "json.h"
+
+static const char *const impls[] = {"norm_fwd/ref", "prenorm_fwd/fused", "weird \"impl\"\n/x"};
+
+static void temp_path(char *buf, size_t n)
+{
+    snprintf(buf, n, "/tmp/nf_fuzz_log_test_%ld.jsonl", (long)getpid());
+    unlink(buf);
+}
+
+/* One logged result (the logging path only: no kernel runs here). */
+static void log_one(FILE *f, const nf_fuzz_cfg *cfg, int64_t idx, const char *impl)
+{
+    nf_entry e = {.name = impl, .op = NF_OP_NORM_FWD, .impl = NF_IMPL_REF};
+    nf_case c;
+    nf_fuzz_case(cfg, idx, &c);
+    nf_case_result r;
+    memset(&r, 0, sizeof r);
+    r.verdict = idx % 3 ? NF_V_PASS : NF_V_FAIL;
+    snprintf(r.message, sizeof r.message, "message with \"quotes\", a tab\t and a newline\n for %lld", (long long)idx);
+    r.nout = 1;
+    r.out[0].name = "y";
+    r.out[0].pass = r.verdict == NF_V_PASS;
+    r.out[0].st.count = 100 + idx;
+    r.out[0].st.max_ulp = 0.5 * (double)idx;
+    nf_log_result(f, cfg, idx, &e, &c, &r, NULL);
+}
+
+Test(fuzz_log, resume_after_a_truncated_last_line)
+{
+    char path[256];
+    temp_path(path, sizeof path);
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, 7);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (int64_t i = 0; i < 10; ++i)
+        for (int k = 0; k < 3; ++k)
+            log_one(f, &cfg, i, impls[k]);
+    fputs("{\"case\":10,\"impl\":\"norm_fwd/ref\",\"verdict\":\"pa", f); /* killed mid-line */
+    fclose(f);
+
+    nf_done_set done;
+    cr_assert_eq(nf_log_load(path, &done, 1), 0);
+    cr_assert_eq(done.lines, 30);
+    cr_assert_eq(done.bad_lines, 0);
+    cr_assert_gt(done.truncated_bytes, 0);
+    for (int64_t i = 0; i < 10; ++i)
+        for (int k = 0; k < 3; ++k)
+            cr_assert(nf_done_has(&done, i, impls[k]), "case %lld impl %s not seen as done", (long long)i, impls[k]);
+    cr_assert(!nf_done_has(&done, 10, "norm_fwd/ref"), "the partial line counted as done");
+    cr_assert(!nf_done_has(&done, 3, "other/impl"));
+    nf_done_free(&done);
+
+    /* the cut left a file ending in a newline; appending continues cleanly */
+    f = fopen(path, "a");
+    log_one(f, &cfg, 10, impls[0]);
+    fclose(f);
+    cr_assert_eq(nf_log_load(path, &done, 0), 0);
+    cr_assert_eq(done.lines, 31);
+    cr_assert_eq(done.bad_lines, 0);
+    cr_assert_eq(done.truncated_bytes, 0);
+    cr_assert(nf_done_has(&done, 10, impls[0]));
+    nf_done_free(&done);
+    unlink(path);
+}
+
+Test(fuzz_log, fields_round_trip)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, 99);
+    log_one(m, &cfg, 4, impls[2]);
+    fclose(m);
+    cr_assert_eq(buf[len - 1], '\n');
+    cr_assert_eq(strchr(buf, '\n'), buf + len - 1, "a JSONL record spans more than one line");
+    int64_t v;
+    char s[256];
+    cr_assert_eq(nf_json_find_int(buf, "case", &v), 0);
+    cr_assert_eq(v, 4);
+    cr_assert_eq(nf_json_find_str(buf, "impl", s, sizeof s), 0);
+    cr_assert_str_eq(s, impls[2]);
+    cr_assert_eq(nf_json_find_str(buf, "message", s, sizeof s), 0);
+    cr_assert_str_eq(s, "message with \"quotes\", a tab\t and a newline\n for 4");
+    cr_assert_eq(nf_json_find_str(buf, "verdict", s, sizeof s), 0);
+    cr_assert_str_eq(s, "pass");
+    cr_assert(strstr(buf, "\"repro\":\"normfuse fuzz --seed 99 --case 4 ") != NULL, "%s", buf);
+    free(buf);
+}
+
+Test(fuzz_log, missing_file_is_an_empty_log)
+{
+    nf_done_set done;
+    cr_assert_eq(nf_log_load("/tmp/nf_no_such_log_file.jsonl", &done, 1), 0);
+    cr_assert_eq(done.lines, 0);
+    nf_done_free(&done);
+}

@@ -1,0 +1,359 @@
+/*
+ * fuzz.c — see fuzz.h.
+ *
+ * Shapes: every dimension is drawn from an "edge" list half of the time
+ * (1, tile multiples +-1 for tiles 64/128/256, multiples of 8 either side,
+ * cluster-boundary row lengths, the API's largest sizes) and uniformly
+ * otherwise; then the case is shrunk (halving its largest dimension) until
+ * its largest tensor fits --max-elems and its oracle cost NF_FUZZ_MAX_COST.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "json.h"
+#include "rng.h"
+
+/* Tile edges: multiples of 64/128/256 and +-1 (+-8 keeps the fused kernels'
+ * multiple-of-8 need, +-1 checks the tails of the ones without it). */
+static const int64_t gemm_edges[] = {1, 8, 16, 24, 63, 64, 65, 72, 120, 127, 128, 129, 136,
+                                     248, 255, 256, 257, 264, 384, 512, 1000, 1024, 2048, 4096};
+/* Rows: M = 1, tile tails, and more rows than a wave of 132 SMs. */
+static const int64_t row_edges[] = {1, 2, 3, 7, 63, 64, 65, 127, 128, 129, 255, 256, 257,
+                                    1000, 4095, 4096, 4097, 16384, 65537};
+/* Normalised lengths: tiny, odd, vector-width tails, cluster boundaries
+ * (8 and 16 CTAs of 128 columns: 1024, 2048 and +-8), the API maximum. */
+static const int64_t n_edges[] = {1, 2, 7, 8, 9, 63, 64, 65, 127, 128, 129, 255, 256, 257, 769,
+                                  1016, 1024, 1032, 2040, 2048, 2056, 4095, 4096, 8192, 16384,
+                                  32768, NF_NORM_MAX_N};
+static const int32_t d_edges[] = {1, 3, 8, 16, 17, 32, 64, 96, 128, 256};
+static const int32_t s_edges[] = {1, 2, 63, 64, 65, 127, 128, 129, 256, 512};
+
+#define PICK(r, arr) ((arr)[nf_hrng_below((r), (int64_t)(sizeof(arr) / sizeof((arr)[0])))])
+enum { UNIFORM_MAX_ROWS = 8192, UNIFORM_MAX_DIM = 4096, UNIFORM_MAX_S = 512, MAX_B = 4, MAX_H = 8 };
+
+void nf_fuzz_cfg_default(nf_fuzz_cfg *cfg, uint64_t seed)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->seed = seed;
+    cfg->max_elems = NF_FUZZ_DEFAULT_MAX_ELEMS;
+}
+
+static int64_t edge_or_uniform(nf_hrng *r, const int64_t *edges, int n, int64_t umax)
+{
+    return nf_hrng_below(r, 2) ? edges[nf_hrng_below(r, n)] : 1 + nf_hrng_below(r, umax);
+}
+
+static int is_attention(nf_op op) { return op >= NF_OP_ATTENTION_FWD; }
+
+/* Halve the largest dimension of the case (never below 1). */
+static int halve_largest(nf_case *c)
+{
+    if (is_attention(c->op)) {
+        int32_t *dims[] = {&c->Sq, &c->Sk, &c->B, &c->H};
+        int32_t *best = dims[0];
+        for (int i = 1; i < 4; ++i)
+            if (*dims[i] > *best)
+                best = dims[i];
+        if (*best <= 1)
+            return 0;
+        *best /= 2;
+        return 1;
+    }
+    int64_t *dims[] = {&c->M, &c->K, &c->N};
+    int64_t *best = &c->M;
+    for (int i = 1; i < 3; ++i)
+        if (*dims[i] > *best)
+            best = dims[i];
+    if (*best <= 1)
+        return 0;
+    *best /= 2;
+    return 1;
+}
+
+void nf_fuzz_case(const nf_fuzz_cfg *cfg, int64_t index, nf_case *c)
+{
+    nf_hrng r;
+    nf_hrng_seed(&r, nf_hrng_derive(cfg->seed, (uint64_t)index));
+    memset(c, 0, sizeof *c);
+    c->op = cfg->nops > 0 ? cfg->ops[nf_hrng_below(&r, cfg->nops)] : (nf_op)nf_hrng_below(&r, NF_OP_COUNT);
+    c->seed = nf_hrng_next(&r);
+    c->kind = nf_hrng_below(&r, 2) ? NF_NORM_RMS : NF_NORM_LAYER;
+    /* normal twice as likely as each other distribution */
+    const int64_t dpick = nf_hrng_below(&r, NF_IN_COUNT + 1);
+    c->dist = dpick >= NF_IN_COUNT ? NF_IN_NORMAL : (nf_input_dist)dpick;
+    c->has_g = nf_hrng_below(&r, 4) != 0;
+    c->has_b = nf_hrng_below(&r, 2);
+    c->has_bias = nf_hrng_below(&r, 2);
+    c->has_residual = nf_hrng_below(&r, 2);
+    const int64_t pad = nf_hrng_below(&r, 5);
+    c->ld_pad = pad < 3 ? 0 : pad == 3 ? 8 : (int)(1 + nf_hrng_below(&r, 9));
+    const int nrow = (int)(sizeof row_edges / sizeof row_edges[0]);
+    const int ngemm = (int)(sizeof gemm_edges / sizeof gemm_edges[0]);
+    if (is_attention(c->op)) {
+        c->B = (int32_t)(1 + nf_hrng_below(&r, MAX_B));
+        c->H = (int32_t)(1 + nf_hrng_below(&r, MAX_H));
+        c->D = nf_hrng_below(&r, 2) ? PICK(&r, d_edges) : (int32_t)(1 + nf_hrng_below(&r, NF_ATTENTION_MAX_D));
+        c->Sq = nf_hrng_below(&r, 2) ? PICK(&r, s_edges) : (int32_t)(1 + nf_hrng_below(&r, UNIFORM_MAX_S));
+        c->separate_kv = nf_hrng_below(&r, 2);
+        c->Sk = c->separate_kv ? (nf_hrng_below(&r, 2) ? PICK(&r, s_edges)
+                                                        : (int32_t)(1 + nf_hrng_below(&r, UNIFORM_MAX_S)))
+                               : 0;
+        c->act = (nf_activation)nf_hrng_below(&r, NF_ACT_COUNT);
+        c->causal = nf_hrng_below(&r, 2);
+    } else if (c->op <= NF_OP_NORM_BWD) {
+        c->M = edge_or_uniform(&r, row_edges, nrow, UNIFORM_MAX_ROWS);
+        c->N = edge_or_uniform(&r, n_edges, (int)(sizeof n_edges / sizeof n_edges[0]), NF_NORM_MAX_N);
+    } else {
+        c->M = edge_or_uniform(&r, row_edges, nrow, UNIFORM_MAX_ROWS);
+        c->K = edge_or_uniform(&r, gemm_edges, ngemm, UNIFORM_MAX_DIM);
+        c->N = edge_or_uniform(&r, gemm_edges, ngemm, UNIFORM_MAX_DIM);
+    }
+    while ((nf_case_max_elems(c) > cfg->max_elems || nf_case_cost(c) > NF_FUZZ_MAX_COST) && halve_largest(c))
+        ;
+    if (is_attention(c->op) && c->H * c->D > NF_NORM_MAX_N)
+        c->D = NF_NORM_MAX_N / c->H;
+}
+
+int nf_shard_owns(int64_t index, int shard, int nshards)
+{
+    return nshards <= 1 || index % nshards == shard;
+}
+
+int nf_shard_parse(const char *s, int *shard, int *nshards)
+{
+    char *end = NULL;
+    const long i = strtol(s, &end, 10);
+    if (end == s || *end != '/')
+        return -1;
+    const char *t = end + 1;
+    const long n = strtol(t, &end, 10);
+    if (end == t || *end || n < 1 || i < 0 || i >= n)
+        return -1;
+    *shard = (int)i;
+    *nshards = (int)n;
+    return 0;
+}
+
+int nf_mpi_rank(int *rank, int *size)
+{
+    static const char *const pairs[][2] = {
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        {"PMI_RANK", "PMI_SIZE"},
+        {"SLURM_PROCID", "SLURM_NTASKS"},
+    };
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; ++k) {
+        const char *r = getenv(pairs[k][0]), *s = getenv(pairs[k][1]);
+        if (r && s && atoi(s) >= 1 && atoi(r) >= 0 && atoi(r) < atoi(s)) {
+            *rank = atoi(r);
+            *size = atoi(s);
+            return 1;
+        }
+    }
+    *rank = 0;
+    *size = 1;
+    return 0;
+}
+
+/* ---- shrinking ------------------------------------------------------------ */
+
+int nf_shrink_case(nf_case *c, nf_fails_fn fails, void *user)
+{
+    int kept = 0;
+    for (int progress = 1; progress;) {
+        progress = 0;
+        int64_t *d64[3] = {&c->M, &c->K, &c->N};
+        int32_t *d32[5] = {&c->B, &c->H, &c->D, &c->Sq, &c->Sk};
+        const int att = is_attention(c->op);
+        for (int k = 0; k < (att ? 5 : 3); ++k) {
+            nf_case t = *c;
+            int64_t *t64[3] = {&t.M, &t.K, &t.N};
+            int32_t *t32[5] = {&t.B, &t.H, &t.D, &t.Sq, &t.Sk};
+            if (att ? *d32[k] <= 1 : *d64[k] <= 1)
+                continue;
+            if (att)
+                *t32[k] /= 2;
+            else
+                *t64[k] /= 2;
+            if (fails(&t, user)) {
+                *c = t;
+                ++kept;
+                progress = 1;
+            }
+        }
+    }
+    return kept;
+}
+
+void nf_fuzz_repro(char *buf, size_t len, const nf_fuzz_cfg *cfg, int64_t index,
+                   const char *impl, const nf_case *shrunk)
+{
+    nf_case c;
+    nf_fuzz_case(cfg, index, &c);
+    char shape[160] = "", maxe[48] = "";
+    if (shrunk) {
+        char s[128];
+        nf_case_shape_str(shrunk, s, sizeof s);
+        snprintf(shape, sizeof shape, " --shape %s", s);
+    }
+    if (cfg->max_elems != NF_FUZZ_DEFAULT_MAX_ELEMS)
+        snprintf(maxe, sizeof maxe, " --max-elems %lld", (long long)cfg->max_elems);
+    snprintf(buf, len, "normfuse fuzz --seed %llu --case %lld --op %s --impl %s%s%s",
+             (unsigned long long)cfg->seed, (long long)index, nf_op_name(c.op), impl, maxe, shape);
+}
+
+/* ---- the done set ----------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; ++s)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    const nf_done_key *x = a, *y = b;
+    if (x->index != y->index)
+        return x->index < y->index ? -1 : 1;
+    return x->impl_hash < y->impl_hash ? -1 : x->impl_hash > y->impl_hash;
+}
+
+void nf_done_add(nf_done_set *d, int64_t index, const char *impl)
+{
+    if (d->n == d->cap) {
+        const int64_t cap = d->cap ? 2 * d->cap : 256;
+        nf_done_key *k = realloc(d->keys, (size_t)cap * sizeof *k);
+        if (!k)
+            return;
+        d->keys = k;
+        d->cap = cap;
+    }
+    d->keys[d->n++] = (nf_done_key){index, hash_str(impl)};
+    d->sorted = 0;
+}
+
+int nf_done_has(nf_done_set *d, int64_t index, const char *impl)
+{
+    if (!d->n)
+        return 0;
+    if (!d->sorted) {
+        qsort(d->keys, (size_t)d->n, sizeof *d->keys, key_cmp);
+        d->sorted = 1;
+    }
+    const nf_done_key k = {index, hash_str(impl)};
+    return bsearch(&k, d->keys, (size_t)d->n, sizeof k, key_cmp) != NULL;
+}
+
+void nf_done_free(nf_done_set *d)
+{
+    free(d->keys);
+    memset(d, 0, sizeof *d);
+}
+
+int nf_log_load(const char *path, nf_done_set *done, int truncate_partial)
+{
+    memset(done, 0, sizeof *done);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return errno == ENOENT ? 0 : -1;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    off_t good_end = 0; /* byte offset after the last complete line */
+    while ((len = getline(&line, &cap, f)) > 0) {
+        if (line[len - 1] != '\n')
+            break; /* partial last line: the writer was killed */
+        good_end += len;
+        ++done->lines;
+        int64_t index;
+        char impl[128];
+        if (nf_json_find_int(line, "case", &index) == 0 && nf_json_find_str(line, "impl", impl, sizeof impl) == 0)
+            nf_done_add(done, index, impl);
+        else
+            ++done->bad_lines;
+    }
+    free(line);
+    fseeko(f, 0, SEEK_END);
+    const off_t size = ftello(f);
+    fclose(f);
+    done->truncated_bytes = (int64_t)(size - good_end);
+    if (truncate_partial && size > good_end && truncate(path, good_end) != 0)
+        return -1;
+    return 0;
+}
+
+void nf_json_cmp_stats(struct nf_json *j, const nf_output_result *o)
+{
+    nf_json_str(j, "name", o->name);
+    nf_json_bool(j, "pass", o->pass);
+    nf_json_int(j, "count", o->st.count);
+    nf_json_int(j, "violations", o->st.violations);
+    nf_json_int(j, "special_mismatches", o->st.special_mismatches);
+    nf_json_int(j, "zero_row_failures", o->st.zero_row_failures);
+    nf_json_bool(j, "all_zero_fail", o->st.all_zero_fail);
+    nf_json_num(j, "max_ulp", o->st.max_ulp);
+    nf_json_num(j, "p999_ulp", o->st.p999_ulp);
+    nf_json_num(j, "mean_ulp", o->st.mean_ulp);
+    nf_json_num(j, "max_rel", o->st.max_rel);
+    nf_json_num(j, "p999_rel", o->st.p999_rel);
+    nf_json_num(j, "max_ratio", o->st.max_ratio);
+    nf_json_int(j, "worst_row", o->st.worst_row);
+    nf_json_int(j, "worst_col", o->st.worst_col);
+    nf_json_num(j, "worst_got", o->st.worst_got);
+    nf_json_num(j, "worst_want", o->st.worst_want);
+    nf_json_num(j, "worst_allowed", o->st.worst_allowed);
+}
+
+void nf_log_result(FILE *f, const nf_fuzz_cfg *cfg, int64_t index, const nf_entry *e,
+                   const nf_case *c, const nf_case_result *r, const nf_case *shrunk)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return;
+    nf_json j;
+    nf_json_init(&j, m, 0);
+    char shape[128], desc[256], repro[512];
+    nf_case_shape_str(c, shape, sizeof shape);
+    nf_case_describe(c, desc, sizeof desc);
+    nf_fuzz_repro(repro, sizeof repro, cfg, index, e->name, shrunk);
+    nf_json_object_begin(&j, NULL);
+    nf_json_int(&j, "case", index);
+    nf_json_uint(&j, "seed", cfg->seed);
+    nf_json_uint(&j, "case_seed", c->seed);
+    nf_json_str(&j, "op", nf_op_name(c->op));
+    nf_json_str(&j, "impl", e->name);
+    nf_json_str(&j, "shape", shape);
+    nf_json_str(&j, "params", desc);
+    nf_json_str(&j, "verdict", nf_verdict_name(r->verdict));
+    nf_json_str(&j, "status", nf_status_name(r->status));
+    nf_json_str(&j, "message", r->message);
+    nf_json_num(&j, "kernel_ms", r->kernel_ms);
+    nf_json_num(&j, "oracle_s", r->oracle_s);
+    nf_json_str(&j, "oracle", r->oracle == NF_ORACLE_MPFR ? "mpfr" : "fast");
+    nf_json_array_begin(&j, "outputs");
+    for (int k = 0; k < r->nout; ++k) {
+        nf_json_object_begin(&j, NULL);
+        nf_json_cmp_stats(&j, &r->out[k]);
+        nf_json_object_end(&j);
+    }
+    nf_json_array_end(&j);
+    if (shrunk) {
+        char s[128];
+        nf_case_shape_str(shrunk, s, sizeof s);
+        nf_json_str(&j, "shrunk_shape", s);
+    }
+    nf_json_str(&j, "repro", repro);
+    nf_json_object_end(&j);
+    fputc('\n', m);
+    fclose(m);
+    fwrite(buf, 1, len, f); /* one write per line: a kill leaves at most a partial last line */
+    fflush(f);
+    free(buf);
+}

@@ -1,0 +1,39 @@
+/*
+ * fused.h — entry points of fused/ beyond the launchers of src/internal.h,
+ * for the probe and the benchmarks: pick a tile variant by hand.
+ */
+#ifndef NF_FUSED_H
+#define NF_FUSED_H
+
+#include "internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Tile variants of the pre-norm GEMM forward (fused/prenorm_gemm_fwd.cu):
+ * every variant has 128-row tiles shared by two consumer warpgroups; COOP =
+ * one CTA per tile; CLUSTER2 = clusters of two CTAs on vertically adjacent
+ * tiles sharing each Wg tile through TMA multicast; N128/N256 = N-tile width. */
+typedef enum nf_prenorm_variant {
+    NF_PRENORM_AUTO = 0, /* what nf_fused_prenorm_gemm_fwd picks for the shape */
+    NF_PRENORM_COOP_N128,
+    NF_PRENORM_COOP_N256,
+    NF_PRENORM_CLUSTER2_N128,
+    NF_PRENORM_CLUSTER2_N256,
+    NF_PRENORM_VARIANT_COUNT
+} nf_prenorm_variant;
+
+/* nf_fused_prenorm_gemm_fwd with the tile variant forced. */
+nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a,
+                                            nf_prenorm_variant variant);
+/* "coop_n128", ...; "auto" for NF_PRENORM_AUTO. */
+const char *nf_prenorm_variant_name(nf_prenorm_variant variant);
+/* The variant NF_PRENORM_AUTO resolves to for a shape. */
+nf_prenorm_variant nf_prenorm_pick_variant(int64_t M, int64_t K, int64_t N);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NF_FUSED_H */

@@ -1,0 +1,80 @@
+/*
+ * scheduler.cuh — persistent tile scheduler with grouped rasterisation.
+ *
+ * The output [M, N] is cut into tiles [BM, BN]; a persistent grid of at most
+ * one CTA per multiprocessor walks tiles t = blockIdx.x, blockIdx.x + gridDim.x,
+ * ...  Tiles are numbered in groups of `group_m` tile-rows: inside a group
+ * the tile-row changes fastest, so the CTAs running at one moment share a
+ * few A row-panels and a few W column-panels, and both stay in L2.
+ *   group = t / (group_m * tiles_n),  rows_in_group = min(group_m, tiles_m - group*group_m)
+ *   m_tile = group*group_m + (t % (group_m*tiles_n)) % rows_in_group
+ *   n_tile =                 (t % (group_m*tiles_n)) / rows_in_group
+ * Every role of a CTA walks the same sequence, so producer and consumers
+ * agree on the tile without talking.  Indices are 64-bit: M reaches 2^31.
+ * With clusters along M, the unit above is a cluster's cluster_m tile-rows.
+ */
+#ifndef NF_HOPPER_SCHEDULER_CUH
+#define NF_HOPPER_SCHEDULER_CUH
+
+#include <stdint.h>
+
+namespace nf_hopper {
+
+struct tile_coord {
+    int64_t m_tile, n_tile;
+};
+
+struct tile_scheduler {
+    int64_t tiles_m, tiles_n, total; /* tiles_m counts units of cluster_m tile-rows */
+    int64_t next;
+    int64_t stride;
+    int32_t group_m, cluster_m, rank;
+
+    /* cluster_m > 1: CTAs blockIdx.x = cluster_m*c + r (one cluster of
+     * cluster_m CTAs along M) take the tile-rows cluster_m*u + r of the same
+     * units u, so the cluster shares each Wg tile.  A CTA's tile-row may lie
+     * past the last one (M tail): its loads read zeros, its stores clip. */
+    __device__ __forceinline__ tile_scheduler(int64_t M, int64_t N, int BM, int BN, int group,
+                                              int cluster = 1)
+    {
+        cluster_m = cluster;
+        rank = (int32_t)(blockIdx.x % cluster);
+        const int64_t rows = (M + BM - 1) / BM;
+        tiles_m = (rows + cluster - 1) / cluster;
+        tiles_n = (N + BN - 1) / BN;
+        total = tiles_m * tiles_n;
+        next = blockIdx.x / cluster;
+        stride = gridDim.x / cluster;
+        group_m = group;
+    }
+    /* Whether a later fetch() will return a tile. */
+    __device__ __forceinline__ bool has_next() const { return next < total; }
+    /* The next tile of this CTA; false when none is left. */
+    __device__ __forceinline__ bool fetch(tile_coord &c)
+    {
+        if (next >= total)
+            return false;
+        const int64_t t = next;
+        next += stride;
+        const int64_t per_group = (int64_t)group_m * tiles_n;
+        const int64_t group = t / per_group;
+        const int64_t first_m = group * group_m;
+        const int64_t rows = tiles_m - first_m < group_m ? tiles_m - first_m : group_m;
+        const int64_t in_group = t - group * per_group;
+        c.m_tile = (first_m + in_group % rows) * cluster_m + rank;
+        c.n_tile = in_group / rows;
+        return true;
+    }
+};
+
+/* Grid size of the persistent launch: one CTA per SM at most, whole clusters. */
+static inline unsigned persistent_grid(int64_t M, int64_t N, int BM, int BN, int sm_count, int cluster = 1)
+{
+    const int64_t units = (((M + BM - 1) / BM + cluster - 1) / cluster) * ((N + BN - 1) / BN);
+    const int64_t most = sm_count / cluster;
+    return (unsigned)((units < most ? units : most) * cluster);
+}
+
+} // namespace nf_hopper
+
+#endif /* NF_HOPPER_SCHEDULER_CUH */

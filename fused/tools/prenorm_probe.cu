@@ -1,0 +1,414 @@
+/*
+ * prenorm_probe.cu — device probe for fused/prenorm_gemm_fwd.cu: checks the
+ * fused kernel against a CPU double reference on a row sample and times it
+ * against cuBLASLt's GEMM alone.  Built and run by fused/tools/run_probe.sh:
+ *
+ *   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Isrc -Ifused \
+ *        fused/tools/prenorm_probe.cu fused/tools/probe_shim.cu \
+ *        fused/prenorm_gemm_fwd.cu -lcublasLt -o prenorm_probe
+ *   ./prenorm_probe [--quick | --tails]  (NF_SEED=<seed> to change the inputs;
+ *                                        --tails: tail shapes only, no timing)
+ *
+ * Check, per shape and tile variant (nf_prenorm_variant: coop/cluster2 x N 128/256):
+ *   y*_ij = rstd*_i sum_k A_ik B_kj,  rstd*_i = 1/sqrt(sum_k A_ik^2 / K + eps)  (double)
+ *   allowed_ij = ulp_b(y*) + 2 K u_f (rstd* sum_k |A_ik||B_kj| + |y*_ij|)
+ * on sampled rows (all rows when M <= 2048; else 0, M-1, both sides of
+ * tile boundaries, spaced rows).  Y is poisoned (NaN) first; padding columns
+ * (ldy > N) and rows past M must stay poisoned; two runs must agree bitwise.
+ * Timing: CUDA-event medians, the L2 flushed before every repetition.
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "fused.h"
+#include "probe_shim.h"
+
+#define CK(call)                                                                              \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+#define CKLT(call)                                                                            \
+    do {                                                                                      \
+        cublasStatus_t s_ = (call);                                                           \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                    \
+            fprintf(stderr, "%s:%d: %s: cublas status %d\n", __FILE__, __LINE__, #call, (int)s_); \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+#define CKNF(call)                                                                            \
+    do {                                                                                      \
+        nf_status s_ = (call);                                                                \
+        if (s_ != NF_OK) {                                                                    \
+            fprintf(stderr, "%s:%d: %s: status %d: %s\n", __FILE__, __LINE__, #call, (int)s_,  \
+                    probe_last_error());                                                      \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+
+static const double kUf = 0x1p-24;
+static const float kEps = 1e-6f;
+static const int kReps = 15, kWarm = 3;
+static const size_t kFlushBytes = 256u << 20; /* > the 60 MB L2 */
+static const uint16_t kPoison = 0xFFFF;       /* a NaN pattern */
+static const int kTailRows = 128;             /* rows past M that must stay untouched */
+
+/* ---- inputs: a hash of (seed, tensor, index), never zero ---------------------- */
+
+__host__ __device__ static inline uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+/* x in +-[1/64, 2) times a per-row scale 2^(row%9 - 4) (A) so rstd varies. */
+__global__ void fill_kernel(__nv_bfloat16 *x, int64_t rows, int64_t cols, int64_t ld, uint64_t seed,
+                            int row_scale)
+{
+    const int64_t n = rows * cols;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / cols, c = i % cols;
+        const uint64_t h = mix64(seed + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1));
+        float u = (float)((h >> 40) & 0xFFFFFF) * 0x1p-24f; /* [0,1) */
+        float v = (1.0f / 64.0f + u * 1.984375f) * ((h & 1) ? -1.0f : 1.0f);
+        if (row_scale)
+            v = ldexpf(v, (int)(r % 9) - 4);
+        x[r * ld + c] = __float2bfloat16_rn(v);
+    }
+}
+
+static double bf(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static double ulp_b(double y)
+{
+    double a = fabs(y);
+    if (a < 0x1p-126) return 0x1p-133;
+    int e;
+    frexp(a, &e);
+    return ldexp(1.0, e - 1 - 7);
+}
+
+struct shape { int64_t M, K, N; int pad; };
+
+struct bufs {
+    __nv_bfloat16 *A, *B, *Y;
+    float *rstd;
+    void *flush, *ws;
+    size_t ws_bytes;
+};
+
+/* ---- cuBLASLt: Y[M,N] = A[M,K] B[K,N] row-major, i.e. Y^T = B^T A^T col-major -- */
+
+struct lt_gemm {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t lb, la, ly;
+    cublasLtMatmulAlgo_t algo;
+};
+static void lt_setup(cublasLtHandle_t lt, lt_gemm &g, int64_t M, int64_t K, int64_t N, int64_t lda,
+                     int64_t ldb, int64_t ldy, size_t ws)
+{
+    CKLT(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CKLT(cublasLtMatrixLayoutCreate(&g.lb, CUDA_R_16BF, N, K, ldb));
+    CKLT(cublasLtMatrixLayoutCreate(&g.la, CUDA_R_16BF, K, M, lda));
+    CKLT(cublasLtMatrixLayoutCreate(&g.ly, CUDA_R_16BF, N, M, ldy));
+    cublasLtMatmulPreference_t pref;
+    CKLT(cublasLtMatmulPreferenceCreate(&pref));
+    CKLT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t h;
+    int found = 0;
+    CKLT(cublasLtMatmulAlgoGetHeuristic(lt, g.op, g.lb, g.la, g.ly, g.ly, pref, 1, &h, &found));
+    if (!found) { fprintf(stderr, "cuBLASLt: no algorithm\n"); exit(1); }
+    g.algo = h.algo;
+    cublasLtMatmulPreferenceDestroy(pref);
+}
+static void lt_run(cublasLtHandle_t lt, const lt_gemm &g, const bufs &b)
+{
+    const float one = 1.0f, zero = 0.0f;
+    CKLT(cublasLtMatmul(lt, g.op, &one, b.B, g.lb, b.A, g.la, &zero, b.Y, g.ly, b.Y, g.ly, &g.algo, b.ws,
+                        b.ws_bytes, 0));
+}
+static void lt_free(lt_gemm &g)
+{
+    cublasLtMatrixLayoutDestroy(g.lb); cublasLtMatrixLayoutDestroy(g.la); cublasLtMatrixLayoutDestroy(g.ly);
+    cublasLtMatmulDescDestroy(g.op);
+}
+
+/* Median time (ms) of fn(), flushing L2 before each repetition. */
+template <class F>
+static double time_ms(const bufs &b, F fn)
+{
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int r = 0; r < kWarm + kReps; ++r) {
+        CK(cudaMemsetAsync(b.flush, r & 0xFF, kFlushBytes));
+        CK(cudaEventRecord(e0));
+        fn();
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        CK(cudaGetLastError());
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (r >= kWarm) t.push_back(ms);
+    }
+    CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+/* Variants to run: NF_PROBE_VARIANTS="1,2" (nf_prenorm_variant values), default all. */
+static bool variant_on(int v)
+{
+    const char *env = getenv("NF_PROBE_VARIANTS");
+    if (!env || !*env) return true;
+    for (const char *q = env; *q;) {
+        char *end;
+        const long x = strtol(q, &end, 10);
+        if (end == q) break;
+        if (x == v) return true;
+        q = *end ? end + 1 : end;
+    }
+    return false;
+}
+
+static std::vector<int64_t> sample_rows(int64_t M)
+{
+    std::vector<int64_t> r;
+    if (M <= 2048) { for (int64_t i = 0; i < M; ++i) r.push_back(i); return r; }
+    r.push_back(0); r.push_back(M - 1);
+    for (int64_t t = 128; t < M && r.size() < 40; t += 128 * 37) { r.push_back(t - 1); r.push_back(t); }
+    for (int i = 1; i < 24; ++i) r.push_back(M * i / 24 + i);
+    std::sort(r.begin(), r.end());
+    r.erase(std::unique(r.begin(), r.end()), r.end());
+    while (!r.empty() && r.back() >= M) r.pop_back();
+    return r;
+}
+
+struct check_result { double max_ulp, max_ratio, max_rstd_rel; long bad, pad_bad; bool deterministic; };
+
+/* Run the fused kernel (poisoned Y) and check sampled rows against double. */
+static check_result check(nf_context *ctx, const bufs &b, const shape &s, nf_prenorm_variant v, uint64_t seed)
+{
+    const int64_t ldy = s.N + s.pad, ld = s.K, ldb = s.N;
+    const size_t ybytes = (size_t)(s.M + kTailRows) * ldy * 2;
+    CK(cudaMemset(b.Y, 0xFF, ybytes));
+    CK(cudaMemset(b.rstd, 0xFF, (size_t)(s.M + kTailRows) * 4));
+    nf_prenorm_gemm_fwd_args a;
+    memset(&a, 0, sizeof a);
+    a.M = s.M; a.K = s.K; a.N = s.N;
+    a.A = (const nf_bf16 *)b.A; a.lda = ld; a.W = (const nf_bf16 *)b.B; a.ldw = ldb;
+    a.eps = kEps; a.Y = (nf_bf16 *)b.Y; a.ldy = ldy; a.rstd = b.rstd;
+    CKNF(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, v));
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+
+    std::vector<int64_t> rows = sample_rows(s.M);
+    std::vector<uint16_t> Bh((size_t)s.K * ldb), Ar((size_t)s.K), Yr((size_t)ldy);
+    CK(cudaMemcpy(Bh.data(), b.B, Bh.size() * 2, cudaMemcpyDeviceToHost));
+    std::vector<float> rstd_h(s.M + kTailRows);
+    CK(cudaMemcpy(rstd_h.data(), b.rstd, rstd_h.size() * 4, cudaMemcpyDeviceToHost));
+    check_result res = {0, 0, 0, 0, 0, true};
+    std::vector<double> acc(s.N), aab(s.N);
+    for (int64_t i : rows) {
+        CK(cudaMemcpy(Ar.data(), b.A + i * ld, s.K * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(Yr.data(), b.Y + i * ldy, ldy * 2, cudaMemcpyDeviceToHost));
+        double ss = 0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        std::fill(aab.begin(), aab.end(), 0.0);
+        for (int64_t k = 0; k < s.K; ++k) {
+            const double x = bf(Ar[k]);
+            ss += x * x;
+            const uint16_t *brow = &Bh[(size_t)k * ldb];
+            for (int64_t j = 0; j < s.N; ++j) {
+                const double w = bf(brow[j]);
+                acc[j] += x * w;
+                aab[j] += fabs(x * w);
+            }
+        }
+        const double rstd = 1.0 / sqrt(ss / (double)s.K + (double)kEps);
+        res.max_rstd_rel = std::max(res.max_rstd_rel, fabs(rstd_h[i] - rstd) / rstd);
+        if (!(fabs(rstd_h[i] - rstd) <= 4.0 * s.K * kUf * rstd)) ++res.bad;
+        for (int64_t j = 0; j < s.N; ++j) {
+            const double want = rstd * acc[j], got = bf(Yr[j]);
+            const double allowed = ulp_b(want) + 2.0 * s.K * kUf * (rstd * aab[j] + fabs(want));
+            const double err = fabs(got - want);
+            if (!(err <= allowed)) {
+                if (res.bad < 5)
+                    fprintf(stderr, "  MISMATCH row %lld col %lld: got %.6g want %.6g allowed %.3g\n",
+                            (long long)i, (long long)j, got, want, allowed);
+                ++res.bad;
+            }
+            if (std::isfinite(err)) {
+                res.max_ulp = std::max(res.max_ulp, err / ulp_b(want));
+                res.max_ratio = std::max(res.max_ratio, err / allowed);
+            } else {
+                res.max_ulp = res.max_ratio = INFINITY;
+            }
+        }
+        for (int64_t j = s.N; j < ldy; ++j) res.pad_bad += Yr[j] != kPoison;
+    }
+    /* Rows past M and their rstd stay untouched (store clipping). */
+    std::vector<uint16_t> tail((size_t)kTailRows * ldy);
+    CK(cudaMemcpy(tail.data(), b.Y + s.M * ldy, tail.size() * 2, cudaMemcpyDeviceToHost));
+    for (uint16_t v : tail) res.pad_bad += v != kPoison;
+    for (int r = 0; r < kTailRows; ++r) {
+        uint32_t u;
+        memcpy(&u, &rstd_h[s.M + r], 4);
+        res.pad_bad += u != 0xFFFFFFFFu;
+    }
+    /* Determinism: a second run gives the same bits (small shapes: whole Y). */
+    if ((size_t)s.M * ldy <= (64u << 20)) {
+        std::vector<uint16_t> y1((size_t)s.M * ldy), y2(y1.size());
+        CK(cudaMemcpy(y1.data(), b.Y, y1.size() * 2, cudaMemcpyDeviceToHost));
+        CKNF(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, v));
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(y2.data(), b.Y, y2.size() * 2, cudaMemcpyDeviceToHost));
+        res.deterministic = memcmp(y1.data(), y2.data(), y1.size() * 2) == 0;
+    }
+    (void)seed;
+    return res;
+}
+
+int main(int argc, char **argv)
+{
+    const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const bool tails_only = argc > 1 && !strcmp(argv[1], "--tails"); /* for compute-sanitizer */
+    uint64_t seed = 20261129;
+    if (getenv("NF_SEED")) seed = strtoull(getenv("NF_SEED"), nullptr, 0);
+    printf("seed %llu (override with NF_SEED=<seed>)\n", (unsigned long long)seed);
+    nf_context *ctx = probe_context(0);
+    if (!ctx) { fprintf(stderr, "no usable CUDA device\n"); return 1; }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("device %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+
+    std::vector<shape> tails = {{1, 256, 256, 0},   {1000, 264, 136, 8}, {1000, 8, 8, 8},
+                                {129, 72, 200, 16}, {4097, 1024, 1032, 8}, {333, 520, 264, 0}};
+    std::vector<shape> grid;
+    for (int64_t M : {65536, 131072, 524288})
+        for (int64_t K : {256, 512, 1024})
+            for (int64_t N : {256, 512, 1024})
+                grid.push_back({M, K, N, 0});
+    if (quick) grid.resize(3);
+    if (tails_only) grid.clear();
+
+    int64_t maxMK = 0, maxKN = 0, maxMN = 0;
+    for (auto v : {&tails, &grid})
+        for (const shape &s : *v) {
+            maxMK = std::max(maxMK, s.M * s.K);
+            maxKN = std::max(maxKN, s.K * s.N);
+            maxMN = std::max(maxMN, (s.M + kTailRows) * (s.N + s.pad));
+        }
+    const int64_t kPeakSide = 8192; /* the square GEMM of the compute ceiling */
+    maxMK = std::max(maxMK, 2 * kPeakSide * kPeakSide);
+    maxMN = std::max(maxMN, kPeakSide * kPeakSide);
+    bufs b;
+    b.ws_bytes = 64u << 20;
+    CK(cudaMalloc(&b.A, maxMK * 2)); CK(cudaMalloc(&b.B, maxKN * 2)); CK(cudaMalloc(&b.Y, maxMN * 2));
+    CK(cudaMalloc(&b.rstd, (maxMK + kTailRows) * 4));
+    CK(cudaMalloc(&b.flush, kFlushBytes)); CK(cudaMalloc(&b.ws, b.ws_bytes));
+    cublasLtHandle_t lt;
+    CKLT(cublasLtCreate(&lt));
+
+    /* Ceilings: device copy bandwidth (read + write) and cuBLASLt bf16 8192^3. */
+    double copy_bw = 0, peak = 0;
+    if (!tails_only) {
+        const size_t bytes = std::min<size_t>((size_t)maxMN * 2, (size_t)maxMK * 2) & ~(size_t)255;
+        double ms = time_ms(b, [&] { CK(cudaMemcpyAsync(b.Y, b.A, bytes, cudaMemcpyDeviceToDevice)); });
+        copy_bw = 2.0 * bytes / (ms * 1e-3);
+        const int64_t S = kPeakSide;
+        lt_gemm g;
+        lt_setup(lt, g, S, S, S, S, S, S, b.ws_bytes);
+        bufs sq = b; /* both 8192^2 operands inside the A buffer */
+        sq.B = b.A + S * S;
+        fill_kernel<<<1024, 256>>>(sq.A, S, S, S, seed + 11, 0);
+        fill_kernel<<<1024, 256>>>(sq.B, S, S, S, seed + 12, 0);
+        CK(cudaGetLastError());
+        ms = time_ms(b, [&] { lt_run(lt, g, sq); });
+        peak = 2.0 * S * S * S / (ms * 1e-3);
+        lt_free(g);
+        printf("ceilings: copy %.2f TB/s (read+write), cuBLASLt bf16 8192^3 %.0f TFLOP/s\n", copy_bw * 1e-12, peak * 1e-12);
+    }
+
+    int failures = 0;
+    auto run_checks = [&](const shape &s, uint64_t k) {
+        fill_kernel<<<2048, 256>>>(b.A, s.M, s.K, s.K, seed ^ mix64(k), 1);
+        fill_kernel<<<256, 256>>>(b.B, s.K, s.N, s.N, seed ^ mix64(k + 1000), 0);
+        CK(cudaGetLastError());
+        for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi) {
+            if (!variant_on(vi)) continue;
+            const nf_prenorm_variant v = (nf_prenorm_variant)vi;
+            check_result r = check(ctx, b, s, v, seed);
+            const bool ok = r.bad == 0 && r.pad_bad == 0 && r.deterministic;
+            failures += !ok;
+            printf("check M=%lld K=%lld N=%lld pad=%d %s: max %.3f ulp, max err/allowed %.3f, "
+                   "rstd rel %.2e, bad %ld, pad/tail touched %ld, deterministic %d  %s\n",
+                   (long long)s.M, (long long)s.K, (long long)s.N, s.pad, nf_prenorm_variant_name(v),
+                   r.max_ulp, r.max_ratio,
+                   r.max_rstd_rel, r.bad, r.pad_bad, (int)r.deterministic, ok ? "ok" : "FAIL");
+            if (!ok)
+                printf("  repro: NF_SEED=%llu ./prenorm_probe\n", (unsigned long long)seed);
+        }
+    };
+    for (size_t i = 0; i < tails.size(); ++i) run_checks(tails[i], i);
+
+    struct row { shape s; double t[NF_PRENORM_VARIANT_COUNT], gemm; };
+    std::vector<row> table;
+    for (size_t i = 0; i < grid.size(); ++i) {
+        const shape &s = grid[i];
+        run_checks(s, 100 + i);
+        nf_prenorm_gemm_fwd_args a;
+        memset(&a, 0, sizeof a);
+        a.M = s.M; a.K = s.K; a.N = s.N; a.A = (const nf_bf16 *)b.A; a.lda = s.K;
+        a.W = (const nf_bf16 *)b.B; a.ldw = s.N; a.eps = kEps; a.Y = (nf_bf16 *)b.Y; a.ldy = s.N; a.rstd = b.rstd;
+        row r;
+        r.s = s;
+        for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi)
+            r.t[vi] = !variant_on(vi) ? INFINITY
+                      : time_ms(b, [&] { CKNF(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, (nf_prenorm_variant)vi)); });
+        r.t[0] = time_ms(b, [&] { CKNF(nf_fused_prenorm_gemm_fwd(ctx, &a)); });
+        lt_gemm g;
+        lt_setup(lt, g, s.M, s.K, s.N, s.K, s.N, s.N, b.ws_bytes);
+        r.gemm = time_ms(b, [&] { lt_run(lt, g, b); });
+        lt_free(g);
+        table.push_back(r);
+    }
+
+    printf("\n%-18s %8s %8s %8s %8s %8s %8s %8s %6s %6s %7s %6s\n", "M x K x N", "coop128", "coop256",
+           "cl128", "cl256", "auto", "cublasLt", "roofline", "best", "b/gemm", "TFLOP/s", "%roof");
+    for (const row &r : table) {
+        const double flops = 2.0 * r.s.M * r.s.K * r.s.N;
+        const double bytes = 2.0 * (r.s.M * r.s.K + r.s.K * r.s.N + r.s.M * r.s.N) + 4.0 * r.s.M;
+        const double roof = std::max(flops / peak, bytes / copy_bw) * 1e3;
+        int bi = 1;
+        for (int vi = 2; vi < NF_PRENORM_VARIANT_COUNT; ++vi)
+            if (r.t[vi] < r.t[bi]) bi = vi;
+        const double best = r.t[bi];
+        static const char *short_name[] = {"auto", "c128", "c256", "cl128", "cl256"};
+        char name[64];
+        snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)r.s.M, (long long)r.s.K, (long long)r.s.N);
+        printf("%-18s %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %6s %6.3f %7.0f %6.1f\n", name, r.t[1], r.t[2],
+               r.t[3], r.t[4], r.t[0], r.gemm, roof, short_name[bi], best / r.gemm,
+               flops / (best * 1e-3) * 1e-12, 100.0 * roof / best);
+    }
+    printf("(ms, medians of %d, L2 flushed; b/gemm = best fused variant / cuBLASLt GEMM alone)\n", kReps);
+    printf("%s: %d check failure(s)\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# run_probe.sh — build and run the pre-norm GEMM probe on a Hopper machine.
+#   [SANITIZE=1] fused/tools/run_probe.sh [--quick | --tails]   (from the repository root)
+# Builds with nvcc directly (CUDA runtime + cuBLASLt only), prints the
+# resource report and the HGMMA count of the SASS, then runs the probe.
+# Logs go to $OUT when it is set (the device tool's output folder), else /tmp.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out="${OUT:-/tmp}"
+bin="$out/prenorm_probe"
+nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Xptxas -v \
+     -Iinclude -Isrc -Ifused \
+     fused/tools/prenorm_probe.cu fused/tools/probe_shim.cu fused/prenorm_gemm_fwd.cu \
+     -lcublasLt -o "$bin" 2> "$out/ptxas.txt"
+grep -A2 "prenorm_gemm_fwd_kernel" "$out/ptxas.txt" | grep -E "registers|stack|spill" || true
+if command -v cuobjdump > /dev/null; then
+  cuobjdump --dump-sass "$bin" > "$out/sass.txt"
+  echo "SASS: $(grep -c HGMMA "$out/sass.txt") HGMMA, $(grep -cE 'LDL|STL' "$out/sass.txt") LDL/STL, $(grep -c UTMALDG "$out/sass.txt") UTMALDG"
+fi
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader || true
+if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer > /dev/null; then
+  # memcheck over the tail shapes only (slow under the sanitizer); summary lines only
+  timeout 150 compute-sanitizer --tool memcheck "$bin" --tails > "$out/sanitizer.txt" 2>&1 || echo "sanitizer rc $?"
+  grep -E "ERROR SUMMARY|FAIL|Invalid|error" "$out/sanitizer.txt" | head -20 || true
+fi
+timeout "${PROBE_TIMEOUT:-200}" "$bin" "$@" 2>&1 | tee "$out/probe_log.txt"
+rm -f "$bin"

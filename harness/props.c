@@ -569,15 +569,16 @@ int nf_prop_incumbent(const nf_prop_env *env, nf_prop_log *log)
                 tally_result(&t, e, &c, &rc);
                 if (rc.verdict == NF_V_PASS && ri.verdict == NF_V_PASS) {
                     for (int q = 0; q < rc.nout; ++q)
-                        if (!nf_incumbent_ok(&rc.out[q].st, &ri.out[q].st, NF_INCUMBENT_NOISE_ULP)) {
+                        if (!nf_incumbent_ok(&rc.out[q].st, &ri.out[q].st, NF_INCUMBENT_NOISE_FLOOR)) {
                             char repro[640];
                             nf_check_repro(repro, sizeof repro, e, &c);
                             if (!t.fail++)
                                 snprintf(t.first, sizeof t.first,
-                                         "%s: fused max %.3g / p99.9 %.3g ulp vs %s max %.3g / p99.9 %.3g ulp "
-                                         "(rule: <= 2x + %.1f) | repro: %s", rc.out[q].name, rc.out[q].st.max_ulp,
-                                         rc.out[q].st.p999_ulp, inc->name, ri.out[q].st.max_ulp,
-                                         ri.out[q].st.p999_ulp, NF_INCUMBENT_NOISE_ULP, repro);
+                                         "%s: fused err/allowed max %.3g / p99.9 %.3g vs %s max %.3g / "
+                                         "p99.9 %.3g (rule: <= 2x + %.2f) | repro: %s", rc.out[q].name,
+                                         rc.out[q].st.max_ratio, rc.out[q].st.p999_ratio, inc->name,
+                                         ri.out[q].st.max_ratio, ri.out[q].st.p999_ratio,
+                                         NF_INCUMBENT_NOISE_FLOOR, repro);
                             break;
                         }
                 } else if (rc.verdict == NF_V_PASS && nf_verdict_is_failure(ri.verdict) && !t.fail++) {

@@ -80,8 +80,6 @@ nf_prop_item *nf_prop_add(nf_prop_log *log, const char *property, const char *su
 void nf_prop_log_free(nf_prop_log *log);
 int nf_prop_count(const nf_prop_log *log, nf_prop_outcome outcome);
 
-/* Incumbent rule noise floor: one bf16 rounding of the difference. */
-#define NF_INCUMBENT_NOISE_ULP 1.0
 /* Repeats of the determinism property. */
 #define NF_DETERMINISM_REPEATS 3
 

@@ -89,7 +89,6 @@ static int run_case(nf_context *ctx, nf_impl impl, const norm_case *c, uint64_t 
     const int use_mpfr = M * n <= MPFR_MAX_ELEMS;
     int64_t rows[SAMPLE_ROWS];
     nf_oracle_opts o = {0};
-    o.eps = eps;
     if (!use_mpfr) {
         o.nrows = nf_oracle_sample_rows(M, 128, SAMPLE_ROWS, rows);
         o.rows = rows;

@@ -1,0 +1,171 @@
+/*
+ * budget_norm.c — budgets of the standalone norms, and the row helpers every
+ * budget uses (budget_common.h has the error model and the constants).
+ *
+ * Forward (RMS: mu = 0, kappa = 1), per row, first order:
+ *   |y_hat - y|_j <= |g_j| dxh_j + 2 u_f (|xh_j g_j| + |b_j|)
+ *     dxh_j = |xh_j| (2 u_f + rel_rstd) + rstd dmu           (nf_bnd_norm_row)
+ *   the fp32 products xh g and the sum + b cost 2 u_f of their terms.
+ *   mean: dmu;   rstd: rel_rstd * rstd.
+ * Backward, t = dy g with dt = u_f |t|:  ddx from nf_bnd_norm_bwd_row (the
+ *   saved fp32 stats enter through dxh and rel_rstd);
+ *   dg_j = sum_i dy xh:  sum_i |dy| dxh + gamma_{M+1}(u_f) sum_i |dy xh|
+ *   db_j = sum_i dy:     gamma_M(u_f) sum_i |dy|
+ * The reference kernels and cuDNN keep these intermediates in fp32, so the
+ * same bound serves every implementation of the standalone norm.
+ */
+#include <stdlib.h>
+
+#include "budget_common.h"
+
+double nf_f32_ulp(double y)
+{
+    double a = fabs(y);
+    if (!(a > 0.0)) return 0x1p-149;
+    if (a > 3.4028234663852886e+38) a = 3.4028234663852886e+38;
+    int e;
+    frexp(a, &e);
+    int q = (e - 1) - 23;
+    return ldexp(1.0, q < -149 ? -149 : q);
+}
+
+void nf_bnd_norm_row(nf_norm_kind kind, int64_t n, const double *x, double eps, double *xh,
+                     double *dxh, nf_row_bound *s)
+{
+    nf_fast_norm_row(kind, n, x, eps, &s->mean, &s->rstd, xh);
+    double mabs = 0.0;
+    for (int64_t j = 0; j < n; ++j) mabs += fabs(x[j]);
+    mabs /= (double)n;
+    const double kappa = 1.0 + fabs(s->mean) * s->rstd;
+    s->dmu = kind == NF_NORM_LAYER ? nf_gamma((double)n, NF_U_F) * mabs + NF_U_F * fabs(s->mean) : 0.0;
+    s->rel_rstd = 0.5 * nf_gamma((double)n + 2, NF_U_F) * kappa + (NF_RSQRT_ULPS + 1.0) * NF_U_F;
+    if (dxh)
+        for (int64_t j = 0; j < n; ++j)
+            dxh[j] = fabs(xh[j]) * (2.0 * NF_U_F + s->rel_rstd) + s->rstd * s->dmu;
+}
+
+void nf_bnd_norm_bwd_row(nf_norm_kind kind, int64_t n, const double *t, const double *dt,
+                         const double *xh, const double *dxh, double rstd, double rel_rstd,
+                         double *dx, double *ddx)
+{
+    const double nn = (double)n;
+    double a = 0, m = 0, mdt = 0, mabs_t = 0, mabs_tx = 0, mdm = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        a += t[j];
+        m += t[j] * xh[j];
+        mdt += dt[j];
+        mabs_t += fabs(t[j]);
+        mabs_tx += fabs(t[j] * xh[j]);
+        mdm += dt[j] * fabs(xh[j]) + fabs(t[j]) * dxh[j];
+    }
+    a /= nn; m /= nn; mdt /= nn; mabs_t /= nn; mabs_tx /= nn; mdm /= nn;
+    if (kind != NF_NORM_LAYER) a = 0.0;
+    const double da = kind == NF_NORM_LAYER ? mdt + nf_gamma(nn, NF_U_F) * mabs_t : 0.0;
+    const double dm = mdm + nf_gamma(nn + 1, NF_U_F) * mabs_tx;
+    for (int64_t j = 0; j < n; ++j) {
+        dx[j] = rstd * (t[j] - a - xh[j] * m);
+        ddx[j] = rstd * (dt[j] + da + dxh[j] * fabs(m) + fabs(xh[j]) * dm) + rel_rstd * fabs(dx[j]) +
+                 3.0 * NF_U_F * rstd * (fabs(t[j]) + fabs(a) + fabs(xh[j] * m));
+    }
+}
+
+int nf_budget_norm_fwd(const nf_norm_fwd_args *a, const nf_oracle_opts *o,
+                       const nf_norm_fwd_ref *want, nf_norm_fwd_ref *allowed)
+{
+    static const char who[] = "nf_budget_norm_fwd";
+    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->n < 1 || !a->x ||
+        a->ldx < a->n)
+        return nf_oracle_fail(who, "bad kind, M, n, x or ldx");
+    if ((allowed->y && !want->y) || (allowed->mean && !want->mean) || (allowed->rstd && !want->rstd))
+        return nf_oracle_fail(who, "every allowed array needs its want array");
+    unsigned char *mask = nf_row_mask(o, a->M, who);
+    if (!mask) return -1;
+    nf_oracle_set_threads(o);
+    const int64_t n = a->n;
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        double *x = malloc((size_t)n * sizeof *x), *xh = malloc((size_t)n * sizeof *xh);
+        double *dxh = malloc((size_t)n * sizeof *dxh);
+        if (!x || !xh || !dxh) fail = 1;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < a->M; ++i) {
+            if (!mask[i] || !x || !xh || !dxh) continue;
+            nf_row_bound s;
+            for (int64_t j = 0; j < n; ++j) x[j] = nf_ld(a->x, a->ldx, i, j);
+            nf_bnd_norm_row(a->kind, n, x, (double)a->eps, xh, dxh, &s);
+            if (allowed->y)
+                for (int64_t j = 0; j < n; ++j) {
+                    const double g = nf_ld_opt(a->g, j, 1.0);
+                    const double b = a->kind == NF_NORM_LAYER ? nf_ld_opt(a->b, j, 0.0) : 0.0;
+                    const double bound = fabs(g) * dxh[j] + 2.0 * NF_U_F * (fabs(xh[j] * g) + fabs(b));
+                    allowed->y[i * n + j] = nf_allow_b(want->y[i * n + j], bound);
+                }
+            if (allowed->mean) allowed->mean[i] = nf_allow_f(want->mean[i], s.dmu);
+            if (allowed->rstd) allowed->rstd[i] = nf_allow_f(want->rstd[i], s.rel_rstd * s.rstd);
+        }
+        free(x); free(xh); free(dxh);
+    }
+    free(mask);
+    return fail ? nf_oracle_fail(who, "out of memory") : 0;
+}
+
+int nf_budget_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o,
+                       const nf_norm_bwd_ref *want, nf_norm_bwd_ref *allowed)
+{
+    static const char who[] = "nf_budget_norm_bwd";
+    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->n < 1 || !a->x ||
+        a->ldx < a->n || !a->dy || a->lddy < a->n)
+        return nf_oracle_fail(who, "bad kind, M, n, x, dy or strides");
+    if ((allowed->dx && !want->dx) || (allowed->dg && !want->dg) || (allowed->db && !want->db))
+        return nf_oracle_fail(who, "every allowed array needs its want array");
+    unsigned char *mask = nf_row_mask(o, a->M, who);
+    if (!mask) return -1;
+    nf_oracle_set_threads(o);
+    const int64_t M = a->M, n = a->n;
+    const double eps = (double)a->eps;                  /* the forward's eps */
+    if (nf_oracle_eps_ok(a->eps, who)) { free(mask); return -1; }
+    /* xh and its bound for every row: the reductions need them */
+    double *xh = malloc((size_t)(M * n) * sizeof *xh), *dxh = malloc((size_t)(M * n) * sizeof *dxh);
+    int fail = !xh || !dxh;
+#pragma omp parallel reduction(| : fail)
+    {
+        double *x = malloc((size_t)n * sizeof *x), *t = malloc((size_t)n * sizeof *t);
+        double *dt = malloc((size_t)n * sizeof *dt), *dx = malloc((size_t)n * sizeof *dx);
+        double *ddx = malloc((size_t)n * sizeof *ddx);
+        int ok = x && t && dt && dx && ddx && xh && dxh;
+        if (!ok) fail = 1;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < M; ++i) {
+            if (!ok) continue;
+            nf_row_bound s;
+            for (int64_t j = 0; j < n; ++j) x[j] = nf_ld(a->x, a->ldx, i, j);
+            nf_bnd_norm_row(a->kind, n, x, eps, xh + i * n, dxh + i * n, &s);
+            if (!mask[i] || !allowed->dx) continue;
+            for (int64_t j = 0; j < n; ++j) {
+                t[j] = nf_ld(a->dy, a->lddy, i, j) * nf_ld_opt(a->g, j, 1.0);   /* t = dy g */
+                dt[j] = NF_U_F * fabs(t[j]);
+            }
+            nf_bnd_norm_bwd_row(a->kind, n, t, dt, xh + i * n, dxh + i * n, s.rstd, s.rel_rstd, dx, ddx);
+            for (int64_t j = 0; j < n; ++j) allowed->dx[i * n + j] = nf_allow_b(want->dx[i * n + j], ddx[j]);
+        }
+        free(x); free(t); free(dt); free(dx); free(ddx);
+    }
+    if (!fail && (allowed->dg || allowed->db)) {
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < n; ++j) {
+            double bg = 0, sg = 0, sb = 0;
+            for (int64_t i = 0; i < M; ++i) {
+                const double dy = fabs(nf_ld(a->dy, a->lddy, i, j));
+                bg += dy * dxh[i * n + j];
+                sg += dy * fabs(xh[i * n + j]);
+                sb += dy;
+            }
+            if (allowed->dg) allowed->dg[j] = nf_allow_b(want->dg[j], bg + nf_gamma((double)M + 1, NF_U_F) * sg);
+            if (allowed->db) allowed->db[j] = nf_allow_b(want->db[j], nf_gamma((double)M, NF_U_F) * sb);
+        }
+    }
+    free(xh); free(dxh);
+    free(mask);
+    return fail ? nf_oracle_fail(who, "out of memory") : 0;
+}

@@ -111,8 +111,11 @@ Test(api_validation, size_out_of_range)
     t.D = NF_ATTENTION_MAX_D + 1;
     expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_SIZE, "D is 257");
     t = attention_fwd();
-    t.max_seqlen_q = 10; /* longer than Tq = 9 */
-    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_SIZE, "max_seqlen_q");
+    t.max_seqlen_q = 0;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_SIZE, "max_seqlen_q is 0");
+    t = attention_fwd();
+    t.max_seqlen_k = -1;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_SIZE, "max_seqlen_k is -1");
 }
 
 Test(api_validation, leading_dimension_too_small)

@@ -123,6 +123,14 @@ static nf_status plan_build(const gemm_key *k, gemm_plan *p)
         s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
+    /* Split-K partial sums must meet in fp32: the in-place and output-type
+     * schemes add the partials in bf16, one extra bf16 rounding per split,
+     * which the GEMM budget (fp32 accumulation, one final rounding) rightly
+     * rejects (seen on the H200 at M=7, N=33, K=1000: 1.7x the allowance). */
+    const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction,
+                                                 sizeof reduction);
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     if (s == CUBLAS_STATUS_SUCCESS)

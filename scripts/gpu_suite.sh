@@ -3,7 +3,7 @@
 # writing logs and data into OUTDIR (each file headed by the date, the GPU,
 # the commit and the command that made it).
 #
-#   STEPS: comma list of  build, tests, bench, quickbench, torch, gate
+#   STEPS: comma list of  build, tests, sass, bench, quickbench, torch, gate
 #          (default build,tests,bench,gate)
 #
 # On a host without network the dependencies come from .gpu-deps (see
@@ -37,9 +37,22 @@ if has build; then
   echo "gpu_suite: build ok"
 fi
 if has tests; then
-  header "$out/tests.log" "ctest --output-on-failure -j $(nproc) --timeout 900"
-  (cd "$build" && ctest --output-on-failure -j "$(nproc)" --timeout 900) >> "$out/tests.log" 2>&1 || true
+  # NF_CTEST_ARGS narrows the run, e.g. "-LE slow"
+  header "$out/tests.log" "ctest --output-on-failure -j 8 --timeout 900 ${NF_CTEST_ARGS:-}"
+  # shellcheck disable=SC2086
+  (cd "$build" && ctest --output-on-failure -j 8 --timeout 900 ${NF_CTEST_ARGS:-}) >> "$out/tests.log" 2>&1 || true
   grep -E "tests passed|Failed|Skipped|\*\*\*" "$out/tests.log" | tail -30
+fi
+if has sass; then
+  # what the kernels compiled to: tensor-core and 16-byte memory instructions per kernel
+  header "$out/sass.txt" "cuobjdump --dump-sass build/libnormfuse.so"
+  cuobjdump --dump-sass "$build/libnormfuse.so" > "$out/sass.full" 2>&1 || true
+  awk '/Function :/ {f=$3} /HGMMA/ {h[f]++} /LDG.E.128|LDG.E.ENL2.128|LDG.E.128.CONSTANT/ {l[f]++}
+       /STG.E.128/ {st[f]++} /LDL|STL/ {sp[f]++} /Function :/ {seen[f]=1}
+       END {for (f in seen) printf "%-100.100s HGMMA %d LDG.128 %d STG.128 %d LDL/STL %d\n", f, h[f], l[f], st[f], sp[f]}' \
+    "$out/sass.full" | sort >> "$out/sass.txt"
+  rm -f "$out/sass.full"
+  grep -c . "$out/sass.txt"
 fi
 if has quickbench; then
   "$build/cli/normfuse" bench --quick --reps 10 --json "$out/bench-quick.json" | tee "$out/bench-quick.log" | tail -30

@@ -472,8 +472,8 @@ float nf_attention_default_scale(nf_activation act, int32_t D)
             return nf_fail(NF_ERR_INCONSISTENT, fn,                                        \
                            "offsets_k is NULL (keys = queries) but Tk %lld != Tq %lld",    \
                            (long long)(a)->Tk, (long long)(a)->Tq);                        \
-        TRY(in_range(fn, (a)->max_seqlen_q, 1, (a)->Tq, "max_seqlen_q"));                  \
-        TRY(in_range(fn, (a)->max_seqlen_k, 0, (a)->Tk, "max_seqlen_k"));                  \
+        TRY(in_range(fn, (a)->max_seqlen_q, 1, MAX_ROWS, "max_seqlen_q"));                 \
+        TRY(in_range(fn, (a)->max_seqlen_k, 0, MAX_ROWS, "max_seqlen_k"));                 \
         const int64_t hd_ = (int64_t)(a)->H * (a)->D;                                      \
         TRY(need(fn, (a)->Q, "Q"));                                                        \
         TRY(check_ld(fn, (a)->ldq, (a)->Tq, hd_, "ldq"));                                  \

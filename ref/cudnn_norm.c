@@ -3,13 +3,19 @@
  * the vendor baseline for the standalone norms (SPEC.md section 1):
  *   fwd: NORM_FORWARD, training phase (mean and inv_variance = rstd are outputs)
  *   bwd: NORM_BACKWARD from the saved mean/rstd; dscale/dbias -> bf16 dg/db
- * Tensors are 4-D as cuDNN's norm engines expect: x [M, n, 1, 1] with strides
- * [ld, 1, 1, 1]; statistics [M, 1, 1, 1]; scale/bias [1, n, 1, 1] fp32 (g, b
- * converted; ones/zeros when NULL); epsilon a by-value fp32 scalar.
- * Plans are cached per shape, strides and alignment in a small thread-local
- * table.  Workspace: cuDNN's in slot A; fp32 scale/bias/dscale/dbias and
- * scratch statistics in slot B.  A shape no engine accepts returns
- * NF_ERR_UNSUPPORTED_SHAPE with the reason.
+ *        (no epsilon: since cuDNN 8.9.6 the backward takes rstd as given)
+ * Tensors are 4-D as cuDNN's norm engines expect (the cudnn-frontend
+ * convention): x, y, dy, dx [M, n, 1, 1] with strides [n, 1, n, n];
+ * scale/bias [1, n, 1, 1] fp32 with the same strides (g, b converted;
+ * ones/zeros when NULL); statistics [M, 1, 1, 1] fp32 strides [1, 1, 1, 1];
+ * epsilon a by-value fp32 scalar [1, 1, 1, 1].
+ * cuDNN's norms read packed rows only, so ld != n is NF_ERR_UNSUPPORTED_SHAPE,
+ * decided before any plan is built.  A plan cuDNN declines with a
+ * NOT_SUPPORTED* status is NF_ERR_UNSUPPORTED_SHAPE with the reason;
+ * NF_ERR_CUDNN is kept for real failures.
+ * Plans are cached per shape and alignment in a small thread-local table.
+ * Workspace: cuDNN's in slot A; fp32 scale/bias/dscale/dbias and scratch
+ * statistics in slot B.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,17 +39,25 @@
     do {                                                                                 \
         cudnnStatus_t s_ = (call);                                                       \
         if (s_ != CUDNN_STATUS_SUCCESS)                                                  \
-            return nf_fail(NF_ERR_CUDNN, HERE, "%s: %s", #call, cudnnGetErrorString(s_)); \
+            return nf_fail(dnn_status(s_), HERE, "%s: %s", #call, cudnnGetErrorString(s_)); \
     } while (0)
+
+/* cuDNN declining a graph (any NOT_SUPPORTED* status) means this shape or
+ * layout has no engine: NF_ERR_UNSUPPORTED_SHAPE; anything else is a failure. */
+static nf_status dnn_status(cudnnStatus_t s)
+{
+    return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED ? NF_ERR_UNSUPPORTED_SHAPE : NF_ERR_CUDNN;
+}
 
 enum { UID_X = 1, UID_Y, UID_MEAN, UID_RSTD, UID_SCALE, UID_BIAS, UID_EPS, UID_DY, UID_DX,
        UID_DSCALE, UID_DBIAS };
+static const char packed_reason[] = "cuDNN norms need packed rows (ld == n)";
 enum { PLAN_CACHE = 16, PARAM_ALIGN = 256 };
 
 typedef struct plan_key {
     cudnnHandle_t handle;
     int bwd, kind, has_bias;
-    int64_t M, n, ld_in, ld_dy, ld_out;
+    int64_t M, n; /* rows are packed: every leading dimension is n */
     int align_in, align_dy, align_out; /* 16 or 2 */
 } plan_key;
 
@@ -91,15 +105,69 @@ static void destroy_all(graph_tensors *g, cudnnBackendDescriptor_t op, cudnnBack
     if (graph) cudnnBackendDestroyDescriptor(graph);
 }
 
+/* A [d0, d1, 1, 1] tensor, rows packed: strides [d1, 1, d1, d1]. */
 static nf_status add_tensor(graph_tensors *g, cudnnBackendDescriptor_t *out, int64_t uid, cudnnDataType_t dt,
-                            int64_t d0, int64_t d1, int64_t s0, int64_t align, int by_value)
+                            int64_t d0, int64_t d1, int64_t align, int by_value)
 {
-    const int64_t dims[4] = {d0, d1, 1, 1}, strides[4] = {s0, 1, 1, 1};
+    const int64_t dims[4] = {d0, d1, 1, 1}, strides[4] = {d1, 1, d1, d1};
     cudnnBackendDescriptor_t *t = &g->t[g->count++];
     *t = NULL;
     TRY(make_tensor(t, uid, dt, dims, strides, align, by_value));
     *out = *t;
     return NF_OK;
+}
+
+/* Ask heuristic `mode` for engine configs of `graph` and finalise the first
+ * that makes an execution plan into e->plan.  Returns 1 when one did; else 0
+ * with *last the last failing status (SUCCESS when no config was offered). */
+static int first_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
+                      plan_entry *e, cudnnStatus_t *last)
+{
+    enum { MAX_CONFIGS = 8 };
+    cudnnBackendDescriptor_t heur = NULL, cfg[MAX_CONFIGS] = {0};
+    int64_t got = 0;
+    int found = 0;
+    cudnnStatus_t d = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur);
+    if (d == CUDNN_STATUS_SUCCESS)
+        d = cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+    if (d == CUDNN_STATUS_SUCCESS)
+        d = cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    if (d == CUDNN_STATUS_SUCCESS)
+        d = cudnnBackendFinalize(heur);
+    for (int i = 0; d == CUDNN_STATUS_SUCCESS && i < MAX_CONFIGS; ++i)
+        d = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg[i]);
+    if (d == CUDNN_STATUS_SUCCESS)
+        d = cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                     MAX_CONFIGS, &got, cfg);
+    if (d != CUDNN_STATUS_SUCCESS)
+        *last = d;
+    for (int64_t i = 0; d == CUDNN_STATUS_SUCCESS && i < got && i < MAX_CONFIGS && !found; ++i) {
+        cudnnBackendDescriptor_t plan = NULL;
+        int64_t wsz = 0, cnt = 0;
+        cudnnStatus_t p = cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan);
+        if (p == CUDNN_STATUS_SUCCESS)
+            p = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+        if (p == CUDNN_STATUS_SUCCESS)
+            p = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]);
+        if (p == CUDNN_STATUS_SUCCESS)
+            p = cudnnBackendFinalize(plan);
+        if (p == CUDNN_STATUS_SUCCESS)
+            p = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt, &wsz);
+        if (p == CUDNN_STATUS_SUCCESS) {
+            e->plan = plan;
+            e->workspace = wsz;
+            found = 1;
+        } else {
+            *last = p;
+            if (plan)
+                cudnnBackendDestroyDescriptor(plan);
+        }
+    }
+    for (int i = 0; i < MAX_CONFIGS; ++i)
+        if (cfg[i]) cudnnBackendDestroyDescriptor(cfg[i]);
+    if (heur) cudnnBackendDestroyDescriptor(heur);
+    return found;
 }
 
 /* Build the norm op of key k, its graph, and the first engine config the
@@ -113,18 +181,18 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
     nf_status s = NF_OK;
 #define B_TRY(expr) do { s = (expr); if (s != NF_OK) goto fail; } while (0)
 #define BD_TRY(call) do { cudnnStatus_t d_ = (call); if (d_ != CUDNN_STATUS_SUCCESS) { \
-        s = nf_fail(NF_ERR_CUDNN, HERE, "%s: %s", #call, cudnnGetErrorString(d_)); goto fail; } } while (0)
-    B_TRY(add_tensor(&g, &x, UID_X, CUDNN_DATA_BFLOAT16, k->M, k->n, k->ld_in, k->align_in, 0));
-    B_TRY(add_tensor(&g, &rstd, UID_RSTD, CUDNN_DATA_FLOAT, k->M, 1, 1, 16, 0));
+        s = nf_fail(dnn_status(d_), HERE, "%s: %s", #call, cudnnGetErrorString(d_)); goto fail; } } while (0)
+    B_TRY(add_tensor(&g, &x, UID_X, CUDNN_DATA_BFLOAT16, k->M, k->n, k->align_in, 0));
+    B_TRY(add_tensor(&g, &rstd, UID_RSTD, CUDNN_DATA_FLOAT, k->M, 1, 16, 0));
     if (ln)
-        B_TRY(add_tensor(&g, &mean, UID_MEAN, CUDNN_DATA_FLOAT, k->M, 1, 1, 16, 0));
-    B_TRY(add_tensor(&g, &scale, UID_SCALE, CUDNN_DATA_FLOAT, 1, k->n, k->n, 16, 0));
-    B_TRY(add_tensor(&g, &eps, UID_EPS, CUDNN_DATA_FLOAT, 1, 1, 1, 16, 1));
+        B_TRY(add_tensor(&g, &mean, UID_MEAN, CUDNN_DATA_FLOAT, k->M, 1, 16, 0));
+    B_TRY(add_tensor(&g, &scale, UID_SCALE, CUDNN_DATA_FLOAT, 1, k->n, 16, 0));
     const cudnnBackendNormMode_t mode = ln ? CUDNN_LAYER_NORM : CUDNN_RMS_NORM;
     if (!k->bwd) {
-        B_TRY(add_tensor(&g, &y, UID_Y, CUDNN_DATA_BFLOAT16, k->M, k->n, k->ld_out, k->align_out, 0));
+        B_TRY(add_tensor(&g, &eps, UID_EPS, CUDNN_DATA_FLOAT, 1, 1, 16, 1));
+        B_TRY(add_tensor(&g, &y, UID_Y, CUDNN_DATA_BFLOAT16, k->M, k->n, k->align_out, 0));
         if (ln)
-            B_TRY(add_tensor(&g, &bias, UID_BIAS, CUDNN_DATA_FLOAT, 1, k->n, k->n, 16, 0));
+            B_TRY(add_tensor(&g, &bias, UID_BIAS, CUDNN_DATA_FLOAT, 1, k->n, 16, 0));
         const cudnnBackendNormFwdPhase_t phase = CUDNN_NORM_FWD_TRAINING;
         BD_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR, &op));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode));
@@ -139,11 +207,11 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &eps));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
     } else {
-        B_TRY(add_tensor(&g, &dy, UID_DY, CUDNN_DATA_BFLOAT16, k->M, k->n, k->ld_dy, k->align_dy, 0));
-        B_TRY(add_tensor(&g, &y, UID_DX, CUDNN_DATA_BFLOAT16, k->M, k->n, k->ld_out, k->align_out, 0));
-        B_TRY(add_tensor(&g, &dscale, UID_DSCALE, CUDNN_DATA_FLOAT, 1, k->n, k->n, 16, 0));
+        B_TRY(add_tensor(&g, &dy, UID_DY, CUDNN_DATA_BFLOAT16, k->M, k->n, k->align_dy, 0));
+        B_TRY(add_tensor(&g, &y, UID_DX, CUDNN_DATA_BFLOAT16, k->M, k->n, k->align_out, 0));
+        B_TRY(add_tensor(&g, &dscale, UID_DSCALE, CUDNN_DATA_FLOAT, 1, k->n, 16, 0));
         if (ln)
-            B_TRY(add_tensor(&g, &dbias, UID_DBIAS, CUDNN_DATA_FLOAT, 1, k->n, k->n, 16, 0));
+            B_TRY(add_tensor(&g, &dbias, UID_DBIAS, CUDNN_DATA_FLOAT, 1, k->n, 16, 0));
         BD_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR, &op));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
@@ -152,7 +220,6 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rstd));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &dy));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &scale));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_EPSILON_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &eps));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &dscale));
         if (ln)
             BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &dbias));
@@ -164,56 +231,21 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
     BD_TRY(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &k->handle));
     BD_TRY(cudnnBackendFinalize(graph));
 
-    /* engine configs from heuristic mode A; the first that finalises wins */
+    /* engine configs from heuristic mode A, then the fallback list; the
+     * first that finalises into a plan wins */
     {
-        enum { MAX_CONFIGS = 8 };
-        cudnnBackendDescriptor_t heur = NULL, cfg[MAX_CONFIGS] = {0};
-        const cudnnBackendHeurMode_t hm = CUDNN_HEUR_MODE_A;
-        int64_t got = 0;
+        static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+        cudnnStatus_t last = CUDNN_STATUS_SUCCESS;
         int found = 0;
-        cudnnStatus_t d = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur);
-        if (d == CUDNN_STATUS_SUCCESS)
-            d = cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
-        if (d == CUDNN_STATUS_SUCCESS)
-            d = cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &hm);
-        if (d == CUDNN_STATUS_SUCCESS)
-            d = cudnnBackendFinalize(heur);
-        for (int i = 0; d == CUDNN_STATUS_SUCCESS && i < MAX_CONFIGS; ++i)
-            d = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg[i]);
-        if (d == CUDNN_STATUS_SUCCESS)
-            d = cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                         MAX_CONFIGS, &got, cfg);
-        for (int64_t i = 0; d == CUDNN_STATUS_SUCCESS && i < got && !found; ++i) {
-            cudnnBackendDescriptor_t plan = NULL;
-            cudnnStatus_t p = cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan);
-            if (p == CUDNN_STATUS_SUCCESS)
-                p = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &k->handle);
-            if (p == CUDNN_STATUS_SUCCESS)
-                p = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]);
-            if (p == CUDNN_STATUS_SUCCESS)
-                p = cudnnBackendFinalize(plan);
-            int64_t wsz = 0, cnt = 0;
-            if (p == CUDNN_STATUS_SUCCESS)
-                p = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt, &wsz);
-            if (p == CUDNN_STATUS_SUCCESS) {
-                e->plan = plan;
-                e->workspace = wsz;
-                found = 1;
-            } else if (plan) {
-                cudnnBackendDestroyDescriptor(plan);
-            }
-        }
-        for (int i = 0; i < MAX_CONFIGS; ++i)
-            if (cfg[i]) cudnnBackendDestroyDescriptor(cfg[i]);
-        if (heur) cudnnBackendDestroyDescriptor(heur);
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0] && !found; ++m)
+            found = first_plan(k->handle, graph, modes[m], e, &last);
         if (!found) {
-            s = nf_fail(NF_ERR_UNSUPPORTED_SHAPE, where,
-                        "no cuDNN engine for %s %s M=%lld n=%lld (ld %lld/%lld/%lld, align %d/%d/%d): %s",
+            /* a failure that is not cuDNN declining the graph stays NF_ERR_CUDNN */
+            const nf_status why = last == CUDNN_STATUS_SUCCESS ? NF_ERR_UNSUPPORTED_SHAPE : dnn_status(last);
+            s = nf_fail(why, where, "no cuDNN engine for %s %s M=%lld n=%lld (align %d/%d/%d): %s",
                         ln ? "LayerNorm" : "RMSNorm", k->bwd ? "backward" : "forward", (long long)k->M,
-                        (long long)k->n, (long long)k->ld_in, (long long)k->ld_dy, (long long)k->ld_out,
-                        k->align_in, k->align_dy, k->align_out,
-                        d == CUDNN_STATUS_SUCCESS ? "no config finalised" : cudnnGetErrorString(d));
+                        (long long)k->n, k->align_in, k->align_dy, k->align_out,
+                        last == CUDNN_STATUS_SUCCESS ? "heuristics offered no config" : cudnnGetErrorString(last));
             goto fail;
         }
     }
@@ -273,13 +305,16 @@ static nf_status execute(nf_context *ctx, plan_entry *e, int count, const int64_
 
 nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
 {
+    if (a->ldx != a->n || a->ldy != a->n)
+        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_cudnn_norm_fwd", "%s: n=%lld, ldx=%lld, ldy=%lld",
+                       packed_reason, (long long)a->n, (long long)a->ldx, (long long)a->ldy);
     cudnnHandle_t h;
     TRY(nf_ctx_cudnn(ctx, &h));
     const int ln = a->kind == NF_NORM_LAYER;
     plan_key k;
     memset(&k, 0, sizeof k);
     k.handle = h; k.bwd = 0; k.kind = a->kind; k.has_bias = ln;
-    k.M = a->M; k.n = a->n; k.ld_in = a->ldx; k.ld_out = a->ldy;
+    k.M = a->M; k.n = a->n;
     k.align_in = align_of(a->x); k.align_out = align_of(a->y);
     plan_entry *e;
     TRY(get_plan(&k, &e));
@@ -311,13 +346,16 @@ nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
 
 nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
 {
+    if (a->ldx != a->n || a->lddy != a->n || a->lddx != a->n)
+        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_cudnn_norm_bwd", "%s: n=%lld, ldx=%lld, lddy=%lld, lddx=%lld",
+                       packed_reason, (long long)a->n, (long long)a->ldx, (long long)a->lddy, (long long)a->lddx);
     cudnnHandle_t h;
     TRY(nf_ctx_cudnn(ctx, &h));
     const int ln = a->kind == NF_NORM_LAYER;
     plan_key k;
     memset(&k, 0, sizeof k);
     k.handle = h; k.bwd = 1; k.kind = a->kind; k.has_bias = ln;
-    k.M = a->M; k.n = a->n; k.ld_in = a->ldx; k.ld_dy = a->lddy; k.ld_out = a->lddx;
+    k.M = a->M; k.n = a->n;
     k.align_in = align_of(a->x); k.align_dy = align_of(a->dy); k.align_out = align_of(a->dx);
     plan_entry *e;
     TRY(get_plan(&k, &e));
@@ -327,16 +365,15 @@ nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
     TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_B, 3 * vec, &ws));
     float *scale = (float *)ws, *dscale = (float *)((char *)ws + vec), *dbias = (float *)((char *)ws + 2 * vec);
     TRY(nf_ref_bf16_to_f32(ctx, a->g, a->n, 1.0f, scale));
-    float eps = a->eps; /* the forward's eps; rstd itself is taken as given */
-    int64_t uids[9];
-    void *ptrs[9];
+    /* no epsilon: the backward uses the forward's rstd as given */
+    int64_t uids[8];
+    void *ptrs[8];
     int c = 0;
     uids[c] = UID_X; ptrs[c++] = (void *)a->x;
     uids[c] = UID_DY; ptrs[c++] = (void *)a->dy;
     uids[c] = UID_DX; ptrs[c++] = a->dx;
     uids[c] = UID_RSTD; ptrs[c++] = (void *)a->rstd;
     uids[c] = UID_SCALE; ptrs[c++] = scale;
-    uids[c] = UID_EPS; ptrs[c++] = &eps;
     uids[c] = UID_DSCALE; ptrs[c++] = dscale;
     if (ln) {
         uids[c] = UID_MEAN; ptrs[c++] = (void *)a->mean;

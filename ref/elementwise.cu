@@ -43,14 +43,20 @@ __global__ void scale_rows_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_
     }
 }
 
-/* h_ij = bf16(h_ij + c_j) */
-__global__ void add_bias_kernel(int64_t M, int64_t n, nf_bf16 *h, int64_t ldh, const nf_bf16 *c)
+/* C_ij = bf16(acc_ij + beta C_ij + bias_j): one rounding of the whole sum */
+__global__ void combine_f32_kernel(int64_t M, int64_t n, const float *acc, int64_t ldacc, float beta,
+                                   nf_bf16 *C, int64_t ldc, const nf_bf16 *bias)
 {
     const int64_t total = M * n;
     for (int64_t k = (int64_t)blockIdx.x * kThreads + threadIdx.x; k < total;
          k += (int64_t)gridDim.x * kThreads) {
         const int64_t i = k / n, j = k % n;
-        h[i * ldh + j] = nf_to_bf16(nf_ld(h, i * ldh + j) + nf_ld(c, j));
+        float v = acc[i * ldacc + j];
+        if (beta != 0.0f)
+            v = fmaf(beta, nf_ld(C, i * ldc + j), v);
+        if (bias)
+            v += nf_ld(bias, j);
+        C[i * ldc + j] = nf_to_bf16(v);
     }
 }
 
@@ -114,11 +120,13 @@ extern "C" nf_status nf_ref_scale_rows(nf_context *ctx, int64_t M, int64_t n, co
     return NF_OK;
 }
 
-extern "C" nf_status nf_ref_add_bias(nf_context *ctx, int64_t M, int64_t n, nf_bf16 *h, int64_t ldh,
-                                     const nf_bf16 *c)
+extern "C" nf_status nf_ref_combine_f32(nf_context *ctx, int64_t M, int64_t n, const float *acc,
+                                        int64_t ldacc, float beta, nf_bf16 *C, int64_t ldc,
+                                        const nf_bf16 *bias)
 {
-    add_bias_kernel<<<(unsigned)blocks_for(M * n), kThreads, 0, nf_stream_of(ctx)>>>(M, n, h, ldh, c);
-    NF_CUDA_LAUNCHED("add_bias_kernel");
+    combine_f32_kernel<<<(unsigned)blocks_for(M * n), kThreads, 0, nf_stream_of(ctx)>>>(M, n, acc, ldacc, beta,
+                                                                                      C, ldc, bias);
+    NF_CUDA_LAUNCHED("combine_f32_kernel");
     return NF_OK;
 }
 

@@ -10,8 +10,14 @@
  * i.e. cuBLASLt's (A, B, m, n, k) = (our B, our A, N, M, K), each keeping its
  * own transpose flag: B stored [K,N] (trans_b = 0) is column-major [N,K] =
  * op(B)^T, so no transpose; stored [N,K] (trans_b = 1) needs one.  Same for
- * A.  The bias epilogue adds a vector along cuBLASLt's m = our N: a bias per
- * column of the row-major C, as the post-norm GEMM's c needs.
+ * A.
+ *
+ * beta != 0 and the bias go through fp32: cuBLASLt writes alpha op(A) op(B)
+ * as fp32 into workspace slot NF_REF_SLOT_ACC, and one elementwise kernel
+ * forms bf16(acc + beta C + bias), so C is rounded once.  cuBLASLt's own
+ * bf16 beta and bias-epilogue paths were seen on the H200 to round the
+ * product to bf16 before adding (errors of one bf16 ulp of the product where
+ * the sum cancels, 2-3x the GEMM allowance at 4096x1024x1024).
  *
  * The algorithm comes from the heuristic (workspace NF_REF_GEMM_WORKSPACE in
  * slot NF_REF_SLOT_GEMM) and is cached with its descriptors per shape, per
@@ -48,8 +54,8 @@ enum { CACHE_SLOTS = 64 };
 typedef struct gemm_key {
     cublasLtHandle_t lt;
     int64_t M, N, K, lda, ldb, ldc;
-    int trans_a, trans_b, beta_nonzero, has_bias;
-    int align_a, align_b, align_c, align_bias; /* pointer alignment in bytes, <= 16 */
+    int trans_a, trans_b, out_f32; /* out_f32: D is fp32 (beta = 0 always) */
+    int align_a, align_b, align_c; /* pointer alignment in bytes, <= 16 */
 } gemm_key;
 
 typedef struct gemm_plan {
@@ -94,13 +100,6 @@ static nf_status plan_build(const gemm_key *k, gemm_plan *p)
     LT_TRY(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
     LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    if (k->has_bias) {
-        const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-        const cudaDataType_t bias_type = CUDA_R_16BF;
-        LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-        LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                              sizeof bias_type));
-    }
     /* stored shapes in column-major terms: rows x cols, ld */
     const uint64_t a_rows = k->trans_b ? (uint64_t)k->K : (uint64_t)k->N;
     const uint64_t a_cols = k->trans_b ? (uint64_t)k->N : (uint64_t)k->K;
@@ -108,7 +107,8 @@ static nf_status plan_build(const gemm_key *k, gemm_plan *p)
     const uint64_t b_cols = k->trans_a ? (uint64_t)k->K : (uint64_t)k->M;
     LT_TRY(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, a_rows, a_cols, k->ldb));
     LT_TRY(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, b_rows, b_cols, k->lda));
-    LT_TRY(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_16BF, (uint64_t)k->N, (uint64_t)k->M, k->ldc));
+    LT_TRY(cublasLtMatrixLayoutCreate(&p->lc, k->out_f32 ? CUDA_R_32F : CUDA_R_16BF, (uint64_t)k->N,
+                                      (uint64_t)k->M, k->ldc));
 
     cublasLtMatmulPreference_t pref;
     LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
@@ -165,51 +165,55 @@ static nf_status plan_get(const gemm_key *k, gemm_plan **out)
     return NF_OK;
 }
 
-static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, const nf_bf16 *bias, int report)
+/* D = alpha op(A) op(B), beta = 0: bf16 into g->C, or fp32 into acc (ld ldacc). */
+static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, float *acc, int64_t ldacc)
 {
     static const char where[] = "nf_ref_gemm";
     cublasLtHandle_t lt;
     TRY(nf_ctx_cublaslt(ctx, &lt));
+    void *D = acc ? (void *)acc : (void *)g->C;
     gemm_key k;
     memset(&k, 0, sizeof k); /* the key is compared with memcmp: clear the padding */
     k.lt = lt;
     k.M = g->M; k.N = g->N; k.K = g->K;
-    k.lda = g->lda; k.ldb = g->ldb; k.ldc = g->ldc;
+    k.lda = g->lda; k.ldb = g->ldb; k.ldc = acc ? ldacc : g->ldc;
     k.trans_a = g->trans_a != 0; k.trans_b = g->trans_b != 0;
-    k.beta_nonzero = g->beta != 0.0f;
-    k.has_bias = bias != NULL;
-    k.align_a = alignment(g->A); k.align_b = alignment(g->B); k.align_c = alignment(g->C);
-    k.align_bias = bias ? alignment(bias) : 0;
+    k.out_f32 = acc != NULL;
+    k.align_a = alignment(g->A); k.align_b = alignment(g->B); k.align_c = alignment(D);
     gemm_plan *p;
     nf_status s = plan_get(&k, &p);
-    if (s == NF_ERR_UNSUPPORTED_SHAPE) {
-        if (!report)
-            return s;
+    if (s == NF_ERR_UNSUPPORTED_SHAPE)
         return nf_fail(s, where, "cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (trans %d%d, "
                        "lda %lld ldb %lld ldc %lld)", (long long)g->M, (long long)g->N, (long long)g->K,
-                       g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)g->ldc);
-    }
+                       g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)k.ldc);
     TRY(s);
-    if (bias)
-        LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     void *ws = NULL;
     if (p->workspace)
         TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_GEMM, NF_REF_GEMM_WORKSPACE, &ws));
-    LT_TRY(cublasLtMatmul(lt, p->op, &g->alpha, g->B, p->la, g->A, p->lb, &g->beta, g->C, p->lc,
-                          g->C, p->lc, &p->algo, ws, p->workspace, (cudaStream_t)nf_ctx_stream(ctx)));
+    const float zero = 0.0f;
+    LT_TRY(cublasLtMatmul(lt, p->op, &g->alpha, g->B, p->la, g->A, p->lb, &zero, D, p->lc, D, p->lc,
+                          &p->algo, ws, p->workspace, (cudaStream_t)nf_ctx_stream(ctx)));
     return NF_OK;
+}
+
+/* C = bf16(alpha op(A) op(B) + beta C + bias), one rounding, through fp32. */
+static nf_status gemm_through_f32(nf_context *ctx, const nf_gemm_args *g, const nf_bf16 *bias)
+{
+    float *acc = NULL;
+    TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_ACC, (size_t)g->M * (size_t)g->N * sizeof(float),
+                         (void **)&acc));
+    TRY(run_gemm(ctx, g, acc, g->N));
+    return nf_ref_combine_f32(ctx, g->M, g->N, acc, g->N, g->beta, g->C, g->ldc, bias);
 }
 
 nf_status nf_ref_gemm(nf_context *ctx, const nf_gemm_args *g)
 {
-    return run_gemm(ctx, g, NULL, 1);
+    return g->beta == 0.0f ? run_gemm(ctx, g, NULL, 0) : gemm_through_f32(ctx, g, NULL);
 }
 
 nf_status nf_ref_gemm_bias(nf_context *ctx, const nf_gemm_args *g, const nf_bf16 *bias)
 {
-    if (bias && alignment(bias) < 16)
-        return NF_ERR_UNSUPPORTED_SHAPE; /* no alignment preference exists for the bias */
-    return run_gemm(ctx, g, bias, bias == NULL);
+    return bias ? gemm_through_f32(ctx, g, bias) : nf_ref_gemm(ctx, g);
 }
 
 /* ---- probe: does any cuBLASLt mode scale the rows of a bf16 result? ----------------

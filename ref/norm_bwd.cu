@@ -11,10 +11,14 @@
  * over rows deterministically, without float atomics: fp32 partial sums in
  * workspace, one row of partials per CTA (or per row chunk), then
  * nf_ref_reduce_partials adds the partial rows in a fixed order and rounds
- * once to bf16.
+ * once to bf16 (norm_bwd_sum_parts: fixed-order double sums, several warps
+ * per column block so the serial chain stays short).
  *
  * Paths:
- *  - vectorised, n <= 16384 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
+ *  - vectorised, n <= 4096: as below, but the persistent row loop is
+ *    software-pipelined (norm_bwd_pipe): the next row's x/dy loads are in
+ *    flight while the current row is reduced and stored.
+ *  - vectorised, 4096 < n <= 16384 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
  *    dx, g): persistent CTAs; a group of TPR threads owns a row, caches x and
  *    dy in registers (read once), reduces the two row sums, writes dx, and
  *    keeps its columns' dg/db contributions in registers across all the rows
@@ -26,6 +30,8 @@
  *  - scalar, everything else: a row kernel with 2-byte loads, then the
  *    column-partial kernel.
  */
+#include <stdlib.h>
+
 #include "ref_cuda.cuh"
 
 namespace {
@@ -177,6 +183,182 @@ norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
     }
 }
 
+/* ---- software-pipelined row kernel (n <= 4096) ------------------------------------------ */
+
+/* One row's cached operands: x and dy as packed bf16 (read from memory once)
+ * and the forward's saved statistics. */
+template <int VPT>
+struct RowTile {
+    uint4 x[VPT], dy[VPT];
+    float rstd, mu;
+};
+
+/* Issue the 16-byte loads of `row` into r; rows >= M and columns >= n load zeros. */
+template <int TPR, int VPT, bool LN>
+__device__ __forceinline__ void load_row(const nf_norm_bwd_args &a, int64_t row, int t, int nv,
+                                         RowTile<VPT> &r)
+{
+    const bool live = row < a.M;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+        const int v = t + k * TPR;
+        const bool in = live && v < nv;
+        r.x[k] = in ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
+        r.dy[k] = in ? nf_ldg8(a.dy + row * a.lddy + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
+    }
+    r.rstd = live ? a.rstd[row] : 0.0f;
+    r.mu = (LN && live) ? a.mean[row] : 0.0f;
+}
+
+/*
+ * Same math, operation order and dg/db partial layout as norm_bwd_vec<..., ACC=true>,
+ * but the persistent loop is software-pipelined: the next row's x/dy loads are
+ * issued into a second RowTile before the current row is reduced and stored,
+ * so every warp keeps one row of loads in flight while it computes (the plain
+ * loop leaves HBM idle during each row's reduce + store and is latency bound).
+ * Costs 8 VPT extra registers; used where TPR <= 128 so CTAs stay at 128 threads.
+ */
+/* Minimum resident 128-thread CTAs per SM asked of ptxas (caps registers at
+ * 65536 / (128 min)): 4 (128 regs) fits without spilling everywhere except
+ * VPT = 4 with LayerNorm's extra db accumulators or TPR = 128, which get 3
+ * (168 regs). Checked with -Xptxas -v: no spills. */
+template <int TPR, int VPT, bool LN> constexpr int pipe_min_ctas()
+{
+    return (VPT == 4 && (LN || TPR > 64)) ? 3 : 4;
+}
+
+template <int TPR, int VPT, bool LN>
+__global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN>()))
+norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
+    constexpr int COLS = TPR * VPT * NF_VEC; /* columns a group covers */
+    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int nv = (int)(a.n / NF_VEC);
+    const bool want_g = part_g != NULL, want_b = LN && part_b != NULL;
+
+    float acc_g[VPT][NF_VEC], acc_b[LN ? VPT : 1][NF_VEC];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k)
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e) {
+            acc_g[k][e] = 0.0f;
+            acc_b[LN ? k : 0][e] = 0.0f;
+        }
+
+    RowTile<VPT> cur;
+    load_row<TPR, VPT, LN>(a, (int64_t)blockIdx.x * ROWS + group, t, nv, cur);
+    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
+        const int64_t row = rg * ROWS + group;
+        const bool live = row < a.M;
+        /* prefetch: the next row group's loads are in flight during this row's work */
+        RowTile<VPT> nxt;
+        load_row<TPR, VPT, LN>(a, (rg + gridDim.x) * ROWS + group, t, nv, nxt);
+
+        RowCoef c;
+        c.rstd = cur.rstd;
+        c.mu = cur.mu;
+        /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j  (RMS: s2 = sum_j t_j x_j) */
+        float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            const int v = t + k * TPR;
+            if (v >= nv)
+                continue;
+            float xf[NF_VEC], dyf[NF_VEC], gf[NF_VEC];
+            nf_unpack8(cur.x[k], xf);
+            nf_unpack8(cur.dy[k], dyf);
+            if (a.g)
+                nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
+#pragma unroll
+            for (int e = 0; e < NF_VEC; ++e) {
+                const float tv = a.g ? dyf[e] * gf[e] : dyf[e];
+                if constexpr (LN) {
+                    s1 += tv;
+                    s2 = fmaf(tv, (xf[e] - c.mu) * c.rstd, s2);
+                } else {
+                    s2 = fmaf(tv, xf[e], s2);
+                }
+            }
+        }
+        if constexpr (LN) {
+            c.m1 = nf_group_sum<TPR>(s1, scratch[group]) / (float)a.n; /* mean(t)    */
+            c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n; /* mean(t xh) */
+        } else {
+            c.m1 = 0.0f;
+            /* x rstd^2 mean(t x) = x * m2 */
+            c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n * c.rstd * c.rstd;
+        }
+
+        if (live) {
+#pragma unroll
+            for (int k = 0; k < VPT; ++k) {
+                const int v = t + k * TPR;
+                if (v >= nv)
+                    continue;
+                float xf[NF_VEC], dyf[NF_VEC], gf[NF_VEC];
+                nf_unpack8(cur.x[k], xf);
+                nf_unpack8(cur.dy[k], dyf);
+                if (a.g)
+                    nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
+#pragma unroll
+                for (int e = 0; e < NF_VEC; ++e) {
+                    const float tv = a.g ? dyf[e] * gf[e] : dyf[e];
+                    float dxv;
+                    if constexpr (LN) {
+                        const float xh = (xf[e] - c.mu) * c.rstd;
+                        dxv = c.rstd * (tv - c.m1 - xh * c.m2); /* dx = rstd (t - mean t - xh mean(t xh)) */
+                        if (want_g) acc_g[k][e] = fmaf(dyf[e], xh, acc_g[k][e]);
+                        if (want_b) acc_b[LN ? k : 0][e] += dyf[e];
+                    } else {
+                        dxv = c.rstd * (tv - xf[e] * c.m2); /* dx = rstd (t - x rstd^2 mean(t x)) */
+                        if (want_g) acc_g[k][e] = fmaf(dyf[e], xf[e] * c.rstd, acc_g[k][e]);
+                    }
+                    xf[e] = dxv;
+                }
+                nf_stg8(a.dx + row * a.lddx + (int64_t)v * NF_VEC, nf_pack8(xf));
+            }
+        }
+        cur = nxt;
+    }
+
+    /* combine the ROWS groups of this CTA in group order, write one partial row */
+    __shared__ float red[ROWS > 1 ? ROWS * COLS : 1];
+    for (int which = 0; which < 2; ++which) {
+        float *part = which == 0 ? part_g : part_b;
+        const bool want = which == 0 ? want_g : want_b;
+        if (!want)
+            continue;
+        if constexpr (ROWS > 1) {
+            __syncthreads();
+#pragma unroll
+            for (int k = 0; k < VPT; ++k)
+#pragma unroll
+                for (int e = 0; e < NF_VEC; ++e)
+                    red[group * COLS + (t + k * TPR) * NF_VEC + e] =
+                        which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
+            __syncthreads();
+            for (int col = threadIdx.x; col < nv * NF_VEC; col += CTA) {
+                float s = 0.0f;
+                for (int r = 0; r < ROWS; ++r)
+                    s += red[r * COLS + col];
+                part[(int64_t)blockIdx.x * a.n + col] = s;
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < VPT; ++k) {
+                const int v = t + k * TPR;
+                if (v < nv)
+#pragma unroll
+                    for (int e = 0; e < NF_VEC; ++e)
+                        part[(int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC + e] =
+                            which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
+            }
+        }
+    }
+}
+
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
 
 template <int TPR, bool LN>
@@ -249,6 +431,44 @@ norm_bwd_columns(const nf_norm_bwd_args a, int64_t rows_per_chunk, float *part_g
         part_b[chunk * a.n + j] = sb;
 }
 
+/* ---- partial rows -> dg, db ------------------------------------------------------------ */
+
+/* A CTA owns kSumCols columns; its kSumWarps warps split the partial rows
+ * round-robin (warp w sums rows w, w + kSumWarps, ... in increasing order, in
+ * double), then warp 0 adds the kSumWarps warp sums in warp order and rounds
+ * once to bf16: deterministic, and the serial chain per thread is
+ * parts / kSumWarps loads instead of parts (the reference reducer runs n
+ * threads over all `parts` rows; for n = 1024 that is 4 CTAs walking ~600
+ * rows, tens of microseconds at the end of the backward). */
+constexpr int kSumCols = NF_WARP, kSumWarps = 16;
+
+/* out_j = bf16( sum_p part[p][j] ); blockIdx.y picks (part_g -> dg) or (part_b -> db). */
+__global__ void __launch_bounds__(kSumCols * kSumWarps)
+norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf16 *db,
+                   int64_t parts, int64_t n)
+{
+    __shared__ double warp_sum[kSumWarps][kSumCols];
+    const float *part = blockIdx.y == 0 ? part_g : part_b;
+    nf_bf16 *out = blockIdx.y == 0 ? dg : db;
+    if (part == NULL) /* uniform over the CTA */
+        return;
+    const int lane = threadIdx.x % NF_WARP, warp = threadIdx.x / NF_WARP;
+    const int64_t j = (int64_t)blockIdx.x * kSumCols + lane;
+    double s = 0.0;
+    if (j < n)
+        for (int64_t p = warp; p < parts; p += kSumWarps)
+            s += (double)part[p * n + j];
+    warp_sum[warp][lane] = s;
+    __syncthreads();
+    if (warp == 0 && j < n) {
+        double t = 0.0;
+#pragma unroll
+        for (int w = 0; w < kSumWarps; ++w)
+            t += warp_sum[w][lane];
+        out[j] = __bfloat16_as_ushort(__double2bfloat16(t));
+    }
+}
+
 /* ---- launch ------------------------------------------------------------------------------ */
 
 bool aligned16(const void *p) { return ((uintptr_t)p % 16) == 0; }
@@ -273,9 +493,38 @@ nf_status partial_buffers(nf_context *ctx, const nf_norm_bwd_args *a, int slot, 
     return NF_OK;
 }
 
+/* A/B switches for one measurement run, each read once per process:
+ * NF_REF_NORM_BWD_V1=1 selects the unpipelined kernel for n <= 4096 and the
+ * generic partial reducer; NF_REF_NORM_BWD_OLDSUM=1 keeps the pipelined
+ * kernel but uses the generic reducer (attributes the gain between the two). */
+bool env_on(const char *name)
+{
+    const char *e = getenv(name);
+    return e != NULL && e[0] == '1';
+}
+bool use_v1()
+{
+    static const bool v1 = env_on("NF_REF_NORM_BWD_V1");
+    return v1;
+}
+bool use_old_sum()
+{
+    static const bool old = use_v1() || env_on("NF_REF_NORM_BWD_OLDSUM");
+    return old;
+}
+
 nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts,
                           const float *pg, const float *pb)
 {
+    if (!pg && !pb)
+        return NF_OK;
+    if (!use_old_sum()) {
+        const dim3 grid((unsigned)((a->n + kSumCols - 1) / kSumCols), 2);
+        norm_bwd_sum_parts<<<grid, kSumCols * kSumWarps, 0, nf_stream_of(ctx)>>>(pg, a->dg, pb, a->db,
+                                                                                parts, a->n);
+        NF_CUDA_LAUNCHED("norm_bwd_sum_parts");
+        return NF_OK;
+    }
     if (pg)
         NF_TRY(nf_ref_reduce_partials(ctx, pg, parts, a->n, a->dg));
     if (pb)
@@ -353,6 +602,36 @@ nf_status launch_vec(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
                                     : launch_vec_kind<TPR, VPT, false, ACC>(ctx, a, slot);
 }
 
+/* Pipelined path: persistent grid of as many CTAs as fit at once, trimmed so
+ * every CTA runs the same number of row groups (no idle tail CTAs, fewer
+ * partial rows). */
+template <int TPR, int VPT, bool LN>
+nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    auto kernel = norm_bwd_pipe<TPR, VPT, LN>;
+    const int64_t groups = (a->M + ROWS - 1) / ROWS;
+    int per_sm = 0;
+    NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CTA, 0));
+    const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
+    int64_t iters = (groups + resident - 1) / resident; /* row groups per CTA */
+    if (iters < 1)
+        iters = 1;
+    const int64_t grid = (groups + iters - 1) / iters;
+    float *pg = NULL, *pb = NULL;
+    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
+    kernel<<<(unsigned)grid, CTA, 0, nf_stream_of(ctx)>>>(*a, pg, pb);
+    NF_CUDA_LAUNCHED("norm_bwd_pipe");
+    return finish_partials(ctx, a, grid, pg, pb);
+}
+
+template <int TPR, int VPT>
+nf_status launch_pipe(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    return a->kind == NF_NORM_LAYER ? launch_pipe_kind<TPR, VPT, true>(ctx, a, slot)
+                                    : launch_pipe_kind<TPR, VPT, false>(ctx, a, slot);
+}
+
 constexpr int64_t kScalarWarpMaxN = 512;
 
 } // namespace
@@ -366,6 +645,13 @@ extern "C" nf_status nf_ref_norm_bwd_slot(nf_context *ctx, const nf_norm_bwd_arg
     if (!vec || nv > 4096)
         return a->n <= kScalarWarpMaxN ? launch_scalar<32>(ctx, a, slot)
                                        : launch_scalar<256>(ctx, a, slot);
+    if (nv <= 512 && !use_v1()) {
+        if (nv <= 32)  return launch_pipe<32, 1>(ctx, a, slot);         /* n <= 256   */
+        if (nv <= 64)  return launch_pipe<32, 2>(ctx, a, slot);         /* n <= 512   */
+        if (nv <= 128) return launch_pipe<32, 4>(ctx, a, slot);         /* n <= 1024  */
+        if (nv <= 256) return launch_pipe<64, 4>(ctx, a, slot);         /* n <= 2048  */
+        return launch_pipe<128, 4>(ctx, a, slot);                       /* n <= 4096  */
+    }
     if (nv <= 32)   return launch_vec<32, 1, true>(ctx, a, slot);     /* n <= 256   */
     if (nv <= 64)   return launch_vec<32, 2, true>(ctx, a, slot);     /* n <= 512   */
     if (nv <= 128)  return launch_vec<32, 4, true>(ctx, a, slot);     /* n <= 1024  */

@@ -8,10 +8,8 @@
  *   bwd: dZ = bf16(dY @ W^T) [slot A];  (dA, dg) = RMSNorm-bwd(A, g, rstd; dZ)
  *        [partials slot B];  An recomputed [slot C];  dW = An^T dY.
  * Post-norm (h = X @ W + c + R;  Y = norm(h)):
- *   fwd: R copied into h (a->h or slot A), then one cuBLASLt call with
- *        beta = 1 (C = D = h) and the bias epilogue for c, so h is rounded to
- *        bf16 once; when cuBLASLt has no bias-epilogue algorithm for the
- *        shape, c is added by a small kernel afterwards (a second rounding).
+ *   fwd: R copied into h (a->h or slot A), then h = bf16(X @ W + h + c)
+ *        through nf_ref_gemm_bias (fp32 product, one rounding of the sum).
  *        Then Y = norm(h), mean/rstd from the norm.
  *   bwd: dh = norm-bwd(h, g, mean, rstd; dY) (a->dh or slot A, partials slot B);
  *        dX = dh @ W^T;  dW = X^T dh;  dc = column sums of dh [partials slot C].
@@ -106,18 +104,7 @@ nf_status nf_ref_postnorm_gemm_fwd(nf_context *ctx, const nf_postnorm_gemm_fwd_a
     const nf_gemm_args g = {.M = a->M, .N = a->N, .K = a->K, .A = a->X, .lda = a->ldx, .B = a->W,
                             .ldb = a->ldw, .C = h, .ldc = ldh, .alpha = 1.0f,
                             .beta = a->R ? 1.0f : 0.0f};
-    if (a->c) {
-        nf_status s = nf_ref_gemm_bias(ctx, &g, a->c);
-        if (s == NF_ERR_UNSUPPORTED_SHAPE) {
-            /* no bias-epilogue algorithm: plain GEMM, then h += c (second rounding) */
-            TRY(nf_ref_gemm(ctx, &g));
-            TRY(nf_ref_add_bias(ctx, a->M, a->N, h, ldh, a->c));
-        } else {
-            TRY(s);
-        }
-    } else {
-        TRY(nf_ref_gemm(ctx, &g));
-    }
+    TRY(nf_ref_gemm_bias(ctx, &g, a->c));
     /* Y = norm(h; g, b) */
     const nf_norm_fwd_args nf = {.kind = a->kind, .M = a->M, .n = a->N, .x = h, .ldx = ldh, .g = a->g,
                                  .b = a->b, .eps = a->eps, .y = a->Y, .ldy = a->ldy,

@@ -22,16 +22,15 @@ enum {
     NF_REF_SLOT_B = 1,    /* second pipeline intermediate                   */
     NF_REF_SLOT_C = 2,    /* third intermediate / reduction partials        */
     NF_REF_SLOT_GEMM = 3, /* cuBLASLt workspace (NF_REF_GEMM_WORKSPACE)     */
+    NF_REF_SLOT_ACC = 4,  /* fp32 GEMM result before beta C and the bias    */
 };
 #define NF_REF_GEMM_WORKSPACE ((size_t)32 << 20)
 
 /* Norm backward whose dg/db partials live in workspace slot `slot`. */
 nf_status nf_ref_norm_bwd_slot(nf_context *ctx, const nf_norm_bwd_args *a, int slot);
 
-/* C = alpha op(A) op(B) + beta C (+ bias[N] broadcast over rows when bias is
- * set, through cuBLASLt's bias epilogue; one rounding to bf16 at the end).
- * Returns NF_ERR_UNSUPPORTED_SHAPE without a recorded message when cuBLASLt
- * has no algorithm with the bias epilogue (the caller then adds it itself). */
+/* C = bf16(alpha op(A) op(B) + beta C + bias[N] broadcast over rows), one
+ * rounding (through an fp32 result in slot NF_REF_SLOT_ACC). */
 nf_status nf_ref_gemm_bias(nf_context *ctx, const nf_gemm_args *g, const nf_bf16 *bias);
 
 /* 1 when some cuBLASLt configuration scales the rows of a row-major bf16
@@ -53,9 +52,9 @@ nf_status nf_ref_add(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, in
  * recomputed from saved statistics. */
 nf_status nf_ref_scale_rows(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
                             const float *rstd, const nf_bf16 *g, nf_bf16 *out, int64_t ldo);
-/* h = bf16(h + c) in place, c[n] broadcast over the M rows. */
-nf_status nf_ref_add_bias(nf_context *ctx, int64_t M, int64_t n, nf_bf16 *h, int64_t ldh,
-                          const nf_bf16 *c);
+/* C_ij = bf16(acc_ij + beta C_ij + bias_j), acc fp32 [M, n]; bias may be NULL. */
+nf_status nf_ref_combine_f32(nf_context *ctx, int64_t M, int64_t n, const float *acc, int64_t ldacc,
+                             float beta, nf_bf16 *C, int64_t ldc, const nf_bf16 *bias);
 /* out_j = bf16(sum_i x_ij) over M rows, deterministic (fixed-order partials in
  * workspace slot `slot`). */
 nf_status nf_ref_col_sum(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,

@@ -3,8 +3,8 @@
 # writing logs and data into OUTDIR (each file headed by the date, the GPU,
 # the commit and the command that made it).
 #
-#   STEPS: comma list of  build, tests, sass, bench, quickbench, torch, gate
-#          (default build,tests,bench,gate)
+#   STEPS: comma list of  build, tests, sass, bench, quickbench, torch, gate, fuzz,
+#          report  (default build,tests,bench,gate)
 #
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
@@ -63,13 +63,26 @@ if has bench; then
   grep -E "=>|ceilings|ERR" "$out/bench.log" | tail -40
 fi
 if has torch; then
-  python3 "$root/scripts/torch_baseline.py" --json "$out/torch.json" > "$out/torch.log" 2>&1 ||
+  header "$out/torch.log" "python3 scripts/torch_baseline.py --json torch.json ${NF_TORCH_ARGS:-}"
+  # shellcheck disable=SC2086
+  python3 "$root/scripts/torch_baseline.py" --json "$out/torch.json" ${NF_TORCH_ARGS:-} >> "$out/torch.log" 2>&1 ||
     echo "gpu_suite: torch baseline failed (see torch.log)"
   tail -5 "$out/torch.log"
 fi
 if has gate; then
-  header "$out/gate.log" "normfuse gate --out gate"
-  "$build/cli/normfuse" gate --out "$out/gate" >> "$out/gate.log" 2>&1 && echo "gpu_suite: gate passed" ||
-    echo "gpu_suite: gate FAILED"
-  tail -20 "$out/gate.log"
+  header "$out/gate.log" "normfuse gate --out gate --seconds ${NF_GATE_SECONDS:-120}"
+  "$build/cli/normfuse" gate --out "$out/gate" --seconds "${NF_GATE_SECONDS:-120}" >> "$out/gate.log" 2>&1 &&
+    echo "gpu_suite: gate passed" || echo "gpu_suite: gate FAILED"
+  tail -12 "$out/gate.log"
+fi
+if has fuzz; then
+  header "$out/fuzz.log" "normfuse fuzz --seconds ${NF_FUZZ_SECONDS:-120} --log fuzz.jsonl"
+  "$build/cli/normfuse" fuzz --seconds "${NF_FUZZ_SECONDS:-120}" --log "$out/fuzz.jsonl" >> "$out/fuzz.log" 2>&1 ||
+    echo "gpu_suite: fuzz found failures (see fuzz.log)"
+  tail -5 "$out/fuzz.log"
+fi
+if has report; then
+  header "$out/report.log" "normfuse report --out accuracy"
+  "$build/cli/normfuse" report --out "$out/accuracy" >> "$out/report.log" 2>&1 || echo "gpu_suite: report failed"
+  tail -5 "$out/report.log"
 fi

@@ -46,7 +46,7 @@ nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle);
  * until the next call that asks for workspace.  `slot` picks one of
  * NF_WORKSPACE_SLOTS independent buffers, so a pipeline can hold several
  * intermediates at once.  Growing it synchronises the context's stream. */
-#define NF_WORKSPACE_SLOTS 4
+#define NF_WORKSPACE_SLOTS 5
 nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr);
 
 /* ---- reference GEMM (ref/gemm_cublaslt.c) ------------------------------- */

@@ -10,9 +10,11 @@
  * mu and rstd come from the forward's saved statistics.  dg/db are summed
  * over rows deterministically, without float atomics: fp32 partial sums in
  * workspace, one row of partials per CTA (or per row chunk), then
- * nf_ref_reduce_partials adds the partial rows in a fixed order and rounds
- * once to bf16 (norm_bwd_sum_parts: fixed-order double sums, several warps
- * per column block so the serial chain stays short).
+ * norm_bwd_sum_parts adds the partial rows in a fixed order (double sums,
+ * several warps per column block so the serial chain stays short) and
+ * rounds once to bf16.  Measured on the H200 (reports/h200/ab_*.log), this
+ * reducer took the n = 1024 backward from 160 to 128 us; pipelining the row
+ * loop alone moved it by less than the run-to-run spread (160 vs 162 us).
  *
  * Paths:
  *  - vectorised, n <= 4096: as below, but the persistent row loop is
@@ -30,8 +32,6 @@
  *  - scalar, everything else: a row kernel with 2-byte loads, then the
  *    column-partial kernel.
  */
-#include <stdlib.h>
-
 #include "ref_cuda.cuh"
 
 namespace {
@@ -493,42 +493,15 @@ nf_status partial_buffers(nf_context *ctx, const nf_norm_bwd_args *a, int slot, 
     return NF_OK;
 }
 
-/* A/B switches for one measurement run, each read once per process:
- * NF_REF_NORM_BWD_V1=1 selects the unpipelined kernel for n <= 4096 and the
- * generic partial reducer; NF_REF_NORM_BWD_OLDSUM=1 keeps the pipelined
- * kernel but uses the generic reducer (attributes the gain between the two). */
-bool env_on(const char *name)
-{
-    const char *e = getenv(name);
-    return e != NULL && e[0] == '1';
-}
-bool use_v1()
-{
-    static const bool v1 = env_on("NF_REF_NORM_BWD_V1");
-    return v1;
-}
-bool use_old_sum()
-{
-    static const bool old = use_v1() || env_on("NF_REF_NORM_BWD_OLDSUM");
-    return old;
-}
-
 nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts,
                           const float *pg, const float *pb)
 {
     if (!pg && !pb)
         return NF_OK;
-    if (!use_old_sum()) {
-        const dim3 grid((unsigned)((a->n + kSumCols - 1) / kSumCols), 2);
-        norm_bwd_sum_parts<<<grid, kSumCols * kSumWarps, 0, nf_stream_of(ctx)>>>(pg, a->dg, pb, a->db,
-                                                                                parts, a->n);
-        NF_CUDA_LAUNCHED("norm_bwd_sum_parts");
-        return NF_OK;
-    }
-    if (pg)
-        NF_TRY(nf_ref_reduce_partials(ctx, pg, parts, a->n, a->dg));
-    if (pb)
-        NF_TRY(nf_ref_reduce_partials(ctx, pb, parts, a->n, a->db));
+    const dim3 grid((unsigned)((a->n + kSumCols - 1) / kSumCols), 2);
+    norm_bwd_sum_parts<<<grid, kSumCols * kSumWarps, 0, nf_stream_of(ctx)>>>(pg, a->dg, pb, a->db,
+                                                                            parts, a->n);
+    NF_CUDA_LAUNCHED("norm_bwd_sum_parts");
     return NF_OK;
 }
 
@@ -645,18 +618,13 @@ extern "C" nf_status nf_ref_norm_bwd_slot(nf_context *ctx, const nf_norm_bwd_arg
     if (!vec || nv > 4096)
         return a->n <= kScalarWarpMaxN ? launch_scalar<32>(ctx, a, slot)
                                        : launch_scalar<256>(ctx, a, slot);
-    if (nv <= 512 && !use_v1()) {
+    if (nv <= 512) {
         if (nv <= 32)  return launch_pipe<32, 1>(ctx, a, slot);         /* n <= 256   */
         if (nv <= 64)  return launch_pipe<32, 2>(ctx, a, slot);         /* n <= 512   */
         if (nv <= 128) return launch_pipe<32, 4>(ctx, a, slot);         /* n <= 1024  */
         if (nv <= 256) return launch_pipe<64, 4>(ctx, a, slot);         /* n <= 2048  */
         return launch_pipe<128, 4>(ctx, a, slot);                       /* n <= 4096  */
     }
-    if (nv <= 32)   return launch_vec<32, 1, true>(ctx, a, slot);     /* n <= 256   */
-    if (nv <= 64)   return launch_vec<32, 2, true>(ctx, a, slot);     /* n <= 512   */
-    if (nv <= 128)  return launch_vec<32, 4, true>(ctx, a, slot);     /* n <= 1024  */
-    if (nv <= 256)  return launch_vec<64, 4, true>(ctx, a, slot);     /* n <= 2048  */
-    if (nv <= 512)  return launch_vec<128, 4, true>(ctx, a, slot);    /* n <= 4096  */
     if (nv <= 1024) return launch_vec<256, 4, true>(ctx, a, slot);    /* n <= 8192  */
     if (nv <= 2048) return launch_vec<512, 4, true>(ctx, a, slot);    /* n <= 16384 */
     return launch_vec<1024, 4, false>(ctx, a, slot);                  /* n <= 32768 */

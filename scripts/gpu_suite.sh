@@ -21,7 +21,8 @@ if [ -d "$root/.gpu-deps/debs" ] && ! [ -f /usr/include/mpfr.h ]; then
   export LD_LIBRARY_PATH="$root/.gpu-deps/prefix/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 fi
 gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# A tree copied without .git names its commit through NF_COMMIT.
+commit="${NF_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 dirty="$(git -C "$root" status --porcelain 2>/dev/null | grep -q . && echo "+uncommitted" || true)"
 header() { # file command
   printf '# %s\n# date: %s\n# gpu: %s\n# commit: %s%s\n# command: %s\n\n' "$(basename "$1")" \

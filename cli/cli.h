@@ -11,7 +11,10 @@
 
 #include "normfuse.h"
 
-/* Each returns the process exit status. */
+/* Each returns the process exit status: 0 success, 1 a failure or a
+ * violation, 2 a usage error, NF_EXIT_SKIPPED when the command needs a GPU
+ * and none is visible (the same 77 the GPU tests use). */
+#define NF_EXIT_SKIPPED 77
 int nf_cmd_bench(int argc, char **argv);
 int nf_cmd_gate(int argc, char **argv);
 int nf_cmd_check(int argc, char **argv);

@@ -620,7 +620,7 @@ int nf_cmd_bench(int argc, char **argv)
     nf_status st = nf_context_create(&b.ctx, device);
     if (st != NF_OK) {
         fprintf(stderr, "normfuse bench: %s: %s\n", nf_status_name(st), nf_last_error());
-        return st == NF_ERR_NO_DEVICE ? 77 : 1;
+        return st == NF_ERR_NO_DEVICE ? NF_EXIT_SKIPPED : 1;
     }
     struct cudaDeviceProp prop;
     NF_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));

@@ -103,7 +103,7 @@ int nf_cmd_check(int argc, char **argv)
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         fprintf(stderr, "normfuse check: SKIPPED (no CUDA device): checking an op launches it\n");
-        return 2;
+        return NF_EXIT_SKIPPED;
     }
     nf_context *ctx = NULL;
     NF_CHECK(nf_context_create(&ctx, device));

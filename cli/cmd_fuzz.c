@@ -103,7 +103,7 @@ int nf_cmd_fuzz(int argc, char **argv)
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         fprintf(stderr, "normfuse fuzz: SKIPPED (no CUDA device): the fuzzer launches kernels\n");
-        return 2;
+        return NF_EXIT_SKIPPED;
     }
     if (device < 0)
         device = rank % count;

@@ -100,7 +100,7 @@ int nf_cmd_report(int argc, char **argv)
     nf_run_info_fill(&ri, argc, argv);
     if (!ri.has_gpu) {
         fprintf(stderr, "normfuse report: SKIPPED (no CUDA device): %s\n", ri.gpu);
-        return 2;
+        return NF_EXIT_SKIPPED;
     }
     char path[1200];
     if (nf_mkdirs(out)) {

@@ -127,8 +127,8 @@ int nf_cmd_report(int argc, char **argv)
     nf_json_array_begin(&j, "rows");
     fprintf(md, "# normfuse accuracy report\n\n- command: `%s`\n- date: %s\n- GPU: %s\n- seed: %llu, %d seeds per "
                 "point (worst shown)\n\nErrors against the MPFR/fast oracle; `ratio` = max |err| / allowance "
-                "(budget.h, <= 1 passes); `vs ref` = max ulp / the unfused pipeline's max ulp (incumbent rule: "
-                "<= 2 + noise).\n\n", ri.command, ri.date, ri.gpu, (unsigned long long)seed, nseeds);
+                "(budget.h, <= 1 passes); `vs ref` = ratio / the unfused pipeline's ratio (the incumbent rule, "
+                "compare.h: <= 2 + noise floor).\n\n", ri.command, ri.date, ri.gpu, (unsigned long long)seed, nseeds);
     for (size_t s = 0; s < sizeof sweeps / sizeof sweeps[0]; ++s) {
         const sweep *sw = &sweeps[s];
         if (only >= 0 && (int)sw->op != only)
@@ -174,13 +174,13 @@ int nf_cmd_report(int argc, char **argv)
                 }
                 if (e == inc)
                     for (int q = 0; q < worst.nout; ++q)
-                        incmax[p][q] = worst.out[q].st.max_ulp;
+                        incmax[p][q] = worst.out[q].st.max_ratio;
                 if (worst.nout == 0)
                     fprintf(md, "| %lld | %s | - | | | | | | | %s |\n", (long long)sw->x[p], e->name,
                             nf_verdict_name(worst.verdict));
                 for (int q = 0; q < worst.nout; ++q) {
                     const nf_cmp_stats *st = &worst.out[q].st;
-                    const double vs = incmax[p][q] > 0 ? st->max_ulp / incmax[p][q] : NAN;
+                    const double vs = incmax[p][q] > 0 ? st->max_ratio / incmax[p][q] : NAN;
                     fprintf(md, "| %lld | %s | %s | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g | %s |\n",
                             (long long)sw->x[p], e->name, worst.out[q].name, st->max_ulp, st->p999_ulp, st->max_rel,
                             st->p999_rel, st->max_ratio, vs, nf_verdict_name(worst.verdict));

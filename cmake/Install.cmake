@@ -16,5 +16,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/normfuseConfigVersion.cma
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/normfuseConfig.cmake ${PROJECT_BINARY_DIR}/normfuseConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/normfuse)
+# The .pc file finds its prefix from its own location, so an install with
+# `cmake --install build --prefix P` (a prefix chosen after configure) works.
+file(RELATIVE_PATH NF_PC_PREFIX_FROM_PCDIR "${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig" "${CMAKE_INSTALL_PREFIX}")
+string(REGEX REPLACE "/$" "" NF_PC_PREFIX_FROM_PCDIR "${NF_PC_PREFIX_FROM_PCDIR}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/normfuse.pc.in ${PROJECT_BINARY_DIR}/normfuse.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/normfuse.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -26,24 +26,6 @@ using namespace nfattn;
 
 namespace {
 
-/* The running maximum of the scores must keep a NaN: fmaxf returns the
- * other operand, so a row of NaN scores (a NaN or an infinity in Q, K or
- * the LayerNorm statistics) would keep m = -inf and be taken for a row with
- * no visible key, silently giving O = 0 and lse = -inf where the math gives
- * NaN (found by the gate's special_values property on the H200). */
-__device__ __forceinline__ float max_keep_nan(float a, float b)
-{
-    return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b);
-}
-
-__device__ __forceinline__ float warp_max_keep_nan(float v)
-{
-#pragma unroll
-    for (int o = NF_WARP / 2; o > 0; o >>= 1)
-        v = max_keep_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
 struct FwdParams {
     int B, H, D;
     int64_t Tq, n_qtiles;
@@ -112,7 +94,7 @@ attention_fwd_kernel(const FwdParams p)
             const float s = p.scale * dot;
             float pj;
             if (softmax) {
-                const float m_new = max_keep_nan(m, warp_max_keep_nan(vis ? s : -INFINITY));
+                const float m_new = fmaxf(m, nf_warp_max(vis ? s : -INFINITY));
                 if (m_new == -INFINITY)
                     continue; /* nothing visible yet */
                 const float corr = expf(m - m_new); /* exp(m_old - m_new); 0 when m_old = -inf */
@@ -138,9 +120,8 @@ attention_fwd_kernel(const FwdParams p)
         }
         if (!valid)
             continue;
-        /* O = acc / l (softmax; 0 when no key is visible, l = 0 exactly; a NaN
-         * l stays NaN), lse = m + log l */
-        const float inv_l = (softmax && l != 0.0f) ? 1.0f / l : 0.0f;
+        /* O = acc / l (softmax; 0 when no key is visible), lse = m + log l */
+        const float inv_l = (softmax && l > 0.0f) ? 1.0f / l : 0.0f;
         nf_bf16 *o = p.O + (sq.q0 + i) * p.ldo + (int64_t)h * D;
 #pragma unroll
         for (int c = 0; c < kMaxDPerLane; ++c) {
@@ -149,7 +130,7 @@ attention_fwd_kernel(const FwdParams p)
                 o[d] = nf_to_bf16(softmax ? acc[c] * inv_l : acc[c]);
         }
         if (softmax && p.lse && lane == 0)
-            p.lse[(int64_t)h * p.Tq + sq.q0 + i] = l != 0.0f ? m + logf(l) : -INFINITY;
+            p.lse[(int64_t)h * p.Tq + sq.q0 + i] = l > 0.0f ? m + logf(l) : -INFINITY;
     }
 }
 

@@ -45,7 +45,4 @@ int nf_cmd_fuzz(int argc, char **argv);
         }                                                                               \
     } while (0)
 
-/* Write s to f as a JSON string literal (quotes and escapes included). */
-void nf_json_string(FILE *f, const char *s);
-
 #endif /* NF_CLI_H */

@@ -30,6 +30,7 @@
 
 #include "cli.h"
 #include "internal.h"
+#include "json.h"
 
 enum {
     FLUSH_BYTES = 256u << 20,  /* > 4x the H200's 60 MB L2 */
@@ -48,18 +49,24 @@ typedef struct bench {
     nf_bf16 *pool;       /* random inputs */
     char *out;           /* outputs and saved statistics */
     int reps, warmup;
-    FILE *json;
-    int ncases;
     double copy_bw_tbs, mm_peak_tflops;
 } bench;
 
 typedef nf_status (*launch_fn)(bench *b, const void *args);
 
-/* Every timed case, kept for the markdown summary. */
+typedef struct shape {
+    const char *names[4];
+    int64_t dims[4];
+} shape;
+
+/* Every timed case; the JSON and the markdown are both written from these. */
 typedef struct record {
     char op[24], impl[12], dims[96];
-    double us, bytes, flops, roofline_us;
-    /* pre-norm summaries only */
+    shape s;
+    double us, bytes, flops, roofline_us; /* us < 0: the launch failed */
+    nf_status status;
+    char error[256];
+    /* pre-norm summaries only (impl "summary"; us is t_fused) */
     int summary;
     double t_gemm, t_norm, t_unfused;
 } record;
@@ -126,12 +133,7 @@ fail:
     return median;
 }
 
-/* ---- one case: time it, print a row, append JSON ------------------------------- */
-
-typedef struct shape {
-    const char *names[4];
-    int64_t dims[4];
-} shape;
+/* ---- one case: time it, print a row, keep a record ------------------------------ */
 
 static double roofline_us(const bench *b, double bytes, double flops)
 {
@@ -153,8 +155,12 @@ static double run_case(bench *b, const char *op, const char *impl, shape s, doub
         snprintf(rec->op, sizeof rec->op, "%s", op);
         snprintf(rec->impl, sizeof rec->impl, "%s", impl);
         snprintf(rec->dims, sizeof rec->dims, "%s", dims);
+        rec->s = s;
         rec->us = st == NF_OK ? us : -1.0;
         rec->bytes = bytes, rec->flops = flops, rec->roofline_us = roofline_us(b, bytes, flops);
+        rec->status = st;
+        if (st != NF_OK)
+            snprintf(rec->error, sizeof rec->error, "%s", nf_last_error());
     }
     if (st != NF_OK || us < 0) {
         printf("%-14s %-8s %-34s %s: %s\n", op, impl, dims, nf_status_name(st), nf_last_error());
@@ -162,22 +168,6 @@ static double run_case(bench *b, const char *op, const char *impl, shape s, doub
         double roof = roofline_us(b, bytes, flops);
         printf("%-14s %-8s %-34s %10.1f us %8.2f TB/s %8.1f TFLOP/s %6.1f%% roofline\n", op, impl,
                dims, us, bytes / (us * 1e-6) / 1e12, flops / (us * 1e-6) / 1e12, 100.0 * roof / us);
-    }
-    if (b->json) {
-        fprintf(b->json, "%s\n    {\"op\": \"%s\", \"impl\": \"%s\", \"shape\": {", b->ncases ? "," : "",
-                op, impl);
-        for (int i = 0; i < 4 && s.names[i]; ++i)
-            fprintf(b->json, "%s\"%s\": %lld", i ? ", " : "", s.names[i], (long long)s.dims[i]);
-        fprintf(b->json, "}, \"bytes\": %.0f, \"flops\": %.0f, ", bytes, flops);
-        if (st != NF_OK || us < 0) {
-            fprintf(b->json, "\"time_us\": null, \"status\": \"%s\", \"error\": ", nf_status_name(st));
-            nf_json_string(b->json, nf_last_error());
-            fputc('}', b->json);
-        } else {
-            fprintf(b->json, "\"time_us\": %.3f, \"roofline_us\": %.3f, \"status\": \"NF_OK\"}", us,
-                    roofline_us(b, bytes, flops));
-        }
-        b->ncases++;
     }
     return st == NF_OK ? us : -1.0;
 }
@@ -371,21 +361,14 @@ static void grid_prenorm(bench *b, int quick)
                     record *rec = new_record();
                     if (rec) {
                         snprintf(rec->op, sizeof rec->op, "prenorm_fwd");
+                        snprintf(rec->impl, sizeof rec->impl, "summary");
                         snprintf(rec->dims, sizeof rec->dims, "M=%lld K=%lld N=%lld", (long long)M,
                                  (long long)K, (long long)N);
+                        rec->s = s;
                         rec->summary = 1, rec->us = t_fused, rec->t_gemm = t_gemm;
                         rec->t_norm = t_norm, rec->t_unfused = t_unfused, rec->roofline_us = roof;
+                        rec->bytes = 2 * (mk + kn + mn) + 4 * M, rec->flops = flops;
                     }
-                    if (b->json)
-                        fprintf(b->json,
-                                ",\n    {\"op\": \"prenorm_fwd\", \"impl\": \"summary\", \"shape\": "
-                                "{\"M\": %lld, \"K\": %lld, \"N\": %lld}, \"time_us\": %.3f, "
-                                "\"t_fused_us\": %.3f, \"t_gemm_us\": %.3f, \"t_norm_us\": %.3f, "
-                                "\"t_unfused_us\": %.3f, \"hidden_pct\": %.2f, \"speedup\": %.3f, "
-                                "\"roofline_fraction\": %.4f, \"bytes\": %.0f, \"flops\": %.0f}",
-                                (long long)M, (long long)K, (long long)N, t_fused, t_fused, t_gemm,
-                                t_norm, t_unfused, hidden, t_unfused / t_fused, roof / t_fused,
-                                2 * (mk + kn + mn) + 4 * M, flops);
                 }
                 /* backward through the unfused reference */
                 c.impl = NF_IMPL_REF;
@@ -543,6 +526,57 @@ static void write_markdown(FILE *f, const bench *b, const char *gpu, const char 
     }
 }
 
+/* ---- JSON (schema in README.md) ------------------------------------------------------ */
+
+static void write_json(FILE *f, const bench *b, const char *gpu, const char *date, const char *cmd,
+                       uint64_t seed)
+{
+    nf_json j;
+    nf_json_init(&j, f, 1);
+    nf_json_object_begin(&j, NULL);
+    nf_json_str(&j, "gpu", gpu);
+    nf_json_str(&j, "date", date);
+    nf_json_str(&j, "command", cmd);
+    nf_json_uint(&j, "seed", seed);
+    nf_json_int(&j, "reps", b->reps);
+    nf_json_num(&j, "copy_bw_tbs", b->copy_bw_tbs);
+    nf_json_num(&j, "mm_peak_tflops", b->mm_peak_tflops);
+    nf_json_array_begin(&j, "cases");
+    for (int i = 0; i < nrecords; ++i) {
+        const record *r = &records[i];
+        nf_json_object_begin(&j, NULL);
+        nf_json_str(&j, "op", r->op);
+        nf_json_str(&j, "impl", r->impl);
+        nf_json_object_begin(&j, "shape");
+        for (int k = 0; k < 4 && r->s.names[k]; ++k)
+            nf_json_int(&j, r->s.names[k], r->s.dims[k]);
+        nf_json_object_end(&j);
+        nf_json_num(&j, "bytes", r->bytes);
+        nf_json_num(&j, "flops", r->flops);
+        nf_json_num(&j, "time_us", r->us >= 0 ? r->us : NAN); /* null when it failed */
+        if (r->summary) {
+            /* hidden% = (t_gemm + t_norm - t_fused) / t_norm; speedup = t_unfused / t_fused */
+            nf_json_num(&j, "t_fused_us", r->us);
+            nf_json_num(&j, "t_gemm_us", r->t_gemm);
+            nf_json_num(&j, "t_norm_us", r->t_norm);
+            nf_json_num(&j, "t_unfused_us", r->t_unfused);
+            nf_json_num(&j, "hidden_pct", 100.0 * (r->t_gemm + r->t_norm - r->us) / r->t_norm);
+            nf_json_num(&j, "speedup", r->t_unfused > 0 ? r->t_unfused / r->us : NAN);
+            nf_json_num(&j, "roofline_fraction", r->roofline_us / r->us);
+        } else {
+            if (r->us >= 0)
+                nf_json_num(&j, "roofline_us", r->roofline_us);
+            nf_json_str(&j, "status", nf_status_name(r->status));
+            if (r->status != NF_OK)
+                nf_json_str(&j, "error", r->error);
+        }
+        nf_json_object_end(&j);
+    }
+    nf_json_array_end(&j);
+    nf_json_object_end(&j);
+    fputc('\n', f);
+}
+
 /* ---- setup --------------------------------------------------------------------- */
 
 /* Random bf16 values from a seeded xorshift: roughly normal (sum of four
@@ -596,6 +630,7 @@ int nf_cmd_bench(int argc, char **argv)
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *grids = "all", *json_path = NULL, *md_path = NULL;
+    FILE *json = NULL;
     int quick = 0, device = 0, c;
     bench b = {.reps = 30, .warmup = 3};
     uint64_t seed = 20261129;
@@ -641,22 +676,13 @@ int nf_cmd_bench(int argc, char **argv)
     printf("normfuse bench on %s (sm_%d%d, %d SMs), %s, seed %llu, median of %d\n", prop.name,
            prop.major, prop.minor, prop.multiProcessorCount, date, (unsigned long long)seed, b.reps);
     measure_ceilings(&b);
-    if (json_path && !(b.json = fopen(json_path, "w"))) {
+    if (json_path && !(json = fopen(json_path, "w"))) { /* opened now: fail before the long run */
         perror(json_path);
         goto fail;
     }
     char cmd[1024] = "normfuse";
     for (int i = 0, o = 8; i < argc && o < (int)sizeof cmd - 2; ++i)
         o += snprintf(cmd + o, sizeof cmd - (size_t)o, " %s", argv[i]);
-    if (b.json) {
-        fprintf(b.json, "{\n  \"gpu\": ");
-        nf_json_string(b.json, prop.name);
-        fprintf(b.json, ",\n  \"date\": \"%s\",\n  \"command\": ", date);
-        nf_json_string(b.json, cmd);
-        fprintf(b.json, ",\n  \"seed\": %llu,\n  \"reps\": %d,\n  \"copy_bw_tbs\": %.4f,\n"
-                        "  \"mm_peak_tflops\": %.2f,\n  \"cases\": [",
-                (unsigned long long)seed, b.reps, b.copy_bw_tbs, b.mm_peak_tflops);
-    }
     const int all = strstr(grids, "all") != NULL;
     if (all || strstr(grids, "norm") == grids || strstr(grids, ",norm"))
         grid_norm(&b, quick);
@@ -666,8 +692,8 @@ int nf_cmd_bench(int argc, char **argv)
         grid_postnorm(&b, quick);
     if (all || strstr(grids, "attention"))
         grid_attention(&b, quick);
-    if (b.json)
-        fprintf(b.json, "\n  ]\n}\n");
+    if (json)
+        write_json(json, &b, prop.name, date, cmd, seed);
     if (md_path) {
         FILE *md = fopen(md_path, "w");
         if (!md) {
@@ -679,8 +705,8 @@ int nf_cmd_bench(int argc, char **argv)
     }
     rc = 0;
 fail:
-    if (b.json)
-        fclose(b.json);
+    if (json)
+        fclose(json);
     cudaFree(b.flush);
     cudaFree(b.pool);
     cudaFree(b.out);

@@ -31,21 +31,6 @@ static void usage(FILE *f)
         fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
 }
 
-void nf_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bf16.h"
 #include "cli.h"
 #include "internal.h"
 #include "json.h"
@@ -594,9 +595,7 @@ static int fill_pool(bench *b, uint64_t seed)
             s += (float)(x >> 40) * (1.0f / 16777216.0f) - 0.5f;
         }
         s *= 1.7320508f; /* 4 uniforms on [-1/2,1/2]: variance 1/3 */
-        uint32_t bits;
-        memcpy(&bits, &s, sizeof bits);
-        host[i] = (nf_bf16)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+        host[i] = nf_float_to_bf16(s);
     }
     int rc = 0;
     for (size_t off = 0; off < POOL_ELEMS; off += HOST_BLOCK_ELEMS)

@@ -4,8 +4,8 @@
  * against cuBLASLt's GEMM alone.  Built and run by fused/tools/run_probe.sh:
  *
  *   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Isrc -Ifused \
- *        fused/tools/prenorm_probe.cu fused/tools/probe_shim.cu \
- *        fused/prenorm_gemm_fwd.cu -lcublasLt -o prenorm_probe
+ *        fused/tools/prenorm_probe.cu src/status.c src/context.c \
+ *        fused/prenorm_gemm_fwd.cu -lcublasLt -lcudnn -o prenorm_probe
  *   ./prenorm_probe [--quick | --tails]  (NF_SEED=<seed> to change the inputs;
  *                                        --tails: tail shapes only, no timing)
  *
@@ -30,7 +30,7 @@
 #include <cuda_runtime.h>
 
 #include "fused.h"
-#include "probe_shim.h"
+#include "internal.h"
 
 #define CK(call)                                                                              \
     do {                                                                                      \
@@ -53,7 +53,7 @@
         nf_status s_ = (call);                                                                \
         if (s_ != NF_OK) {                                                                    \
             fprintf(stderr, "%s:%d: %s: status %d: %s\n", __FILE__, __LINE__, #call, (int)s_,  \
-                    probe_last_error());                                                      \
+                    nf_last_error());                                                         \
             exit(1);                                                                          \
         }                                                                                     \
     } while (0)
@@ -293,8 +293,8 @@ int main(int argc, char **argv)
     uint64_t seed = 20261129;
     if (getenv("NF_SEED")) seed = strtoull(getenv("NF_SEED"), nullptr, 0);
     printf("seed %llu (override with NF_SEED=<seed>)\n", (unsigned long long)seed);
-    nf_context *ctx = probe_context(0);
-    if (!ctx) { fprintf(stderr, "no usable CUDA device\n"); return 1; }
+    nf_context *ctx = nullptr;
+    CKNF(nf_context_create(&ctx, 0));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);

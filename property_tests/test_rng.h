@@ -1,18 +1,17 @@
 /*
- * test_rng.h — seeded random inputs for the tests (header only, no linking).
+ * test_rng.h — seeded random inputs for the tests (header only).
  *
- * Generator: xoshiro256** (Blackman & Vigna), state seeded from one 64-bit
- * seed through splitmix64, so every seed gives a well-mixed state.
+ * Generator: the harness's xoshiro256** (harness/rng.h: splitmix64-seeded
+ * state, 53-bit uniforms); this file adds what the tests draw with it:
  *
- *   uniform  u in [0, 1)  = (next >> 11) * 2^-53            (53 random bits)
- *   normal   z ~ N(0, 1)  = sqrt(-2 ln u1) cos(2 pi u2)      (Box-Muller)
+ *   normal   z ~ N(0, 1)  = sqrt(-2 ln u1) cos(2 pi u2), u1 = 1 - u in (0, 1]
  *
  * bf16 tensors (nf_rng_fill_bf16), each value rounded once to bf16 with
  * round-to-nearest-even:
  *   NF_DIST_NORMAL     x = shift + scale * z
  *   NF_DIST_UNIFORM    x = shift + scale * (2u - 1)          in [shift-scale, shift+scale)
  *   NF_DIST_SUBNORMAL  x = +-(random nonzero subnormal bf16) (scale, shift ignored)
- *   NF_DIST_NEAR_MAX   x = +-m * scale * NF_TEST_BF16_MAX,  m in [1/2, 1)
+ *   NF_DIST_NEAR_MAX   x = +-m * scale * NF_BF16_MAX,  m in [1/2, 1)
  *                      (scale in (0, 1]; 0 means 1), i.e. the top binade
  * A "mean-shifted" row is NF_DIST_NORMAL with |shift| >> scale (|mu|/sigma up
  * to 1e3 is what the LayerNorm tests use).  nf_rng_zero_rows() clears rows.
@@ -31,12 +30,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bf16.h"
+#include "harness/rng.h"
 #include "normfuse.h"
 
-#define NF_TEST_BF16_MAX 3.3895313892515355e+38 /* (2 - 2^-7) * 2^127 */
 #define NF_TEST_TWO_PI 6.283185307179586476925
 
-typedef struct nf_rng { uint64_t s[4]; } nf_rng;
+typedef nf_hrng nf_rng;
 
 typedef enum nf_dist {
     NF_DIST_NORMAL = 0,
@@ -45,47 +45,16 @@ typedef enum nf_dist {
     NF_DIST_NEAR_MAX
 } nf_dist;
 
-/* splitmix64: one step; also the seed mixer. */
-static inline uint64_t nf_splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* The seed of trial k, derived from one printed seed. */
 static inline uint64_t nf_seed_mix(uint64_t seed, uint64_t k)
 {
     uint64_t x = seed ^ (k * 0xD1B54A32D192ED03ull);
-    return nf_splitmix64(&x);
+    return nf_hrng_mix(&x);
 }
 
-static inline void nf_rng_seed(nf_rng *r, uint64_t seed)
-{
-    uint64_t x = seed;
-    for (int i = 0; i < 4; ++i) r->s[i] = nf_splitmix64(&x);
-}
-
-static inline uint64_t nf_rng_rotl(uint64_t v, int k) { return (v << k) | (v >> (64 - k)); }
-
-/* xoshiro256**: next 64 random bits. */
-static inline uint64_t nf_rng_next(nf_rng *r)
-{
-    uint64_t *s = r->s;
-    const uint64_t out = nf_rng_rotl(s[1] * 5, 7) * 9;
-    const uint64_t t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = nf_rng_rotl(s[3], 45);
-    return out;
-}
-
-/* u in [0, 1) with 53 random bits. */
-static inline double nf_rng_uniform(nf_rng *r)
-{
-    return (double)(nf_rng_next(r) >> 11) * 0x1p-53;
-}
+static inline void nf_rng_seed(nf_rng *r, uint64_t seed) { nf_hrng_seed(r, seed); }
+static inline uint64_t nf_rng_next(nf_rng *r) { return nf_hrng_next(r); }
+static inline double nf_rng_uniform(nf_rng *r) { return nf_hrng_uniform(r); }
 
 /* Integer in [lo, hi] (inclusive; hi >= lo). */
 static inline int64_t nf_rng_range(nf_rng *r, int64_t lo, int64_t hi)
@@ -102,43 +71,12 @@ static inline double nf_rng_normal(nf_rng *r)
     return sqrt(-2.0 * log(u1)) * cos(NF_TEST_TWO_PI * u2);
 }
 
-/* double -> bf16, one rounding, nearest-even; NaN stays NaN, overflow -> Inf. */
-static inline nf_bf16 nf_test_double_to_bf16(double d)
-{
-    if (isnan(d)) return (nf_bf16)0x7FC0;
-    uint64_t b;
-    memcpy(&b, &d, sizeof b);
-    const uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
-    double a = fabs(d);
-    if (a == 0.0) return sign;
-    /* Round |d| to a multiple of the bf16 spacing at |d| (nearest-even via
-     * rint in the default rounding mode). */
-    int e;
-    frexp(a, &e);                              /* a = f * 2^e, f in [0.5, 1) */
-    int q = e - 1 - 7;                         /* spacing 2^(exponent - 7)   */
-    if (q < -133) q = -133;                    /* subnormal spacing 2^-133   */
-    double r = ldexp(rint(ldexp(a, -q)), q);
-    if (r > NF_TEST_BF16_MAX) return (nf_bf16)(sign | 0x7F80u);
-    float f = (float)r;                        /* exact: r fits in bf16      */
-    uint32_t fb;
-    memcpy(&fb, &f, sizeof fb);
-    return (nf_bf16)(sign | (uint16_t)((fb >> 16) & 0x7FFFu));
-}
-
-static inline double nf_test_bf16_to_double(nf_bf16 h)
-{
-    uint32_t fb = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &fb, sizeof f);
-    return (double)f;
-}
-
 /* One bf16 value from a distribution (see the table in the file header). */
 static inline nf_bf16 nf_rng_bf16(nf_rng *r, nf_dist dist, double scale, double shift)
 {
     switch (dist) {
     case NF_DIST_UNIFORM:
-        return nf_test_double_to_bf16(shift + scale * (2.0 * nf_rng_uniform(r) - 1.0));
+        return nf_double_to_bf16(shift + scale * (2.0 * nf_rng_uniform(r) - 1.0));
     case NF_DIST_SUBNORMAL: {
         /* mantissa 1..127 with exponent field 0: every nonzero bf16 subnormal */
         uint16_t mant = (uint16_t)nf_rng_range(r, 1, 127);
@@ -147,12 +85,12 @@ static inline nf_bf16 nf_rng_bf16(nf_rng *r, nf_dist dist, double scale, double 
     case NF_DIST_NEAR_MAX: {
         double s = (scale > 0.0 && scale <= 1.0) ? scale : 1.0;
         double m = 0.5 + 0.5 * nf_rng_uniform(r);
-        double v = m * s * NF_TEST_BF16_MAX;
-        return nf_test_double_to_bf16((nf_rng_next(r) & 1u) ? -v : v);
+        double v = m * s * NF_BF16_MAX;
+        return nf_double_to_bf16((nf_rng_next(r) & 1u) ? -v : v);
     }
     case NF_DIST_NORMAL:
     default:
-        return nf_test_double_to_bf16(shift + scale * nf_rng_normal(r));
+        return nf_double_to_bf16(shift + scale * nf_rng_normal(r));
     }
 }
 

@@ -72,16 +72,6 @@
 
 using namespace nf_hopper;
 
-#define NF_STR2_(x) #x
-#define NF_STR_(x) NF_STR2_(x)
-#define NF_HERE __FILE__ ":" NF_STR_(__LINE__)
-#define NF_CUDA_TRY(call)                                                                   \
-    do {                                                                                    \
-        cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess)                                                              \
-            return nf_fail(NF_ERR_CUDA, NF_HERE, "%s: %s", #call, cudaGetErrorString(e_));  \
-    } while (0)
-
 namespace {
 
 /* Warpgroup roles, in threadIdx.x order. */

@@ -26,20 +26,11 @@
 
 #include "ref.h"
 
-#define STR2_(x) #x
-#define STR_(x) STR2_(x)
-#define HERE __FILE__ ":" STR_(__LINE__)
-#define TRY(expr)                      \
-    do {                               \
-        nf_status s_ = (expr);         \
-        if (s_ != NF_OK)               \
-            return s_;                 \
-    } while (0)
 #define DNN_TRY(call)                                                                    \
     do {                                                                                 \
         cudnnStatus_t s_ = (call);                                                       \
         if (s_ != CUDNN_STATUS_SUCCESS)                                                  \
-            return nf_fail(dnn_status(s_), HERE, "%s: %s", #call, cudnnGetErrorString(s_)); \
+            return nf_fail(dnn_status(s_), NF_HERE, "%s: %s", #call, cudnnGetErrorString(s_)); \
     } while (0)
 
 /* cuDNN declining a graph (any NOT_SUPPORTED* status) means this shape or
@@ -112,7 +103,7 @@ static nf_status add_tensor(graph_tensors *g, cudnnBackendDescriptor_t *out, int
     const int64_t dims[4] = {d0, d1, 1, 1}, strides[4] = {d1, 1, d1, d1};
     cudnnBackendDescriptor_t *t = &g->t[g->count++];
     *t = NULL;
-    TRY(make_tensor(t, uid, dt, dims, strides, align, by_value));
+    NF_TRY(make_tensor(t, uid, dt, dims, strides, align, by_value));
     *out = *t;
     return NF_OK;
 }
@@ -181,7 +172,7 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
     nf_status s = NF_OK;
 #define B_TRY(expr) do { s = (expr); if (s != NF_OK) goto fail; } while (0)
 #define BD_TRY(call) do { cudnnStatus_t d_ = (call); if (d_ != CUDNN_STATUS_SUCCESS) { \
-        s = nf_fail(dnn_status(d_), HERE, "%s: %s", #call, cudnnGetErrorString(d_)); goto fail; } } while (0)
+        s = nf_fail(dnn_status(d_), NF_HERE, "%s: %s", #call, cudnnGetErrorString(d_)); goto fail; } } while (0)
     B_TRY(add_tensor(&g, &x, UID_X, CUDNN_DATA_BFLOAT16, k->M, k->n, k->align_in, 0));
     B_TRY(add_tensor(&g, &rstd, UID_RSTD, CUDNN_DATA_FLOAT, k->M, 1, 16, 0));
     if (ln)
@@ -269,7 +260,7 @@ static nf_status get_plan(const plan_key *k, plan_entry **out)
     if (e->used)
         cudnnBackendDestroyDescriptor(e->plan);
     memset(e, 0, sizeof *e);
-    TRY(build_plan(k, e));
+    NF_TRY(build_plan(k, e));
     *out = e;
     return NF_OK;
 }
@@ -279,10 +270,10 @@ static size_t padded(size_t bytes) { return (bytes + PARAM_ALIGN - 1) / PARAM_AL
 static nf_status execute(nf_context *ctx, plan_entry *e, int count, const int64_t *uids, void **ptrs)
 {
     cudnnHandle_t h;
-    TRY(nf_ctx_cudnn(ctx, &h));
+    NF_TRY(nf_ctx_cudnn(ctx, &h));
     void *ws = NULL;
     if (e->workspace > 0)
-        TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_A, (size_t)e->workspace, &ws));
+        NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_A, (size_t)e->workspace, &ws));
     cudnnBackendDescriptor_t vp = NULL;
     nf_status s = NF_OK;
     cudnnStatus_t d = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
@@ -297,7 +288,7 @@ static nf_status execute(nf_context *ctx, plan_entry *e, int count, const int64_
     if (d == CUDNN_STATUS_SUCCESS)
         d = cudnnBackendExecute(h, e->plan, vp);
     if (d != CUDNN_STATUS_SUCCESS)
-        s = nf_fail(NF_ERR_CUDNN, HERE, "cudnnBackendExecute: %s", cudnnGetErrorString(d));
+        s = nf_fail(NF_ERR_CUDNN, NF_HERE, "cudnnBackendExecute: %s", cudnnGetErrorString(d));
     if (vp)
         cudnnBackendDestroyDescriptor(vp);
     return s;
@@ -309,7 +300,7 @@ nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
         return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_cudnn_norm_fwd", "%s: n=%lld, ldx=%lld, ldy=%lld",
                        packed_reason, (long long)a->n, (long long)a->ldx, (long long)a->ldy);
     cudnnHandle_t h;
-    TRY(nf_ctx_cudnn(ctx, &h));
+    NF_TRY(nf_ctx_cudnn(ctx, &h));
     const int ln = a->kind == NF_NORM_LAYER;
     plan_key k;
     memset(&k, 0, sizeof k);
@@ -317,17 +308,17 @@ nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
     k.M = a->M; k.n = a->n;
     k.align_in = align_of(a->x); k.align_out = align_of(a->y);
     plan_entry *e;
-    TRY(get_plan(&k, &e));
+    NF_TRY(get_plan(&k, &e));
     /* slot B: scale | bias | mean | rstd (fp32) */
     const size_t vec = padded((size_t)a->n * sizeof(float)), stat = padded((size_t)a->M * sizeof(float));
     void *ws = NULL;
-    TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_B, 2 * vec + 2 * stat, &ws));
+    NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_B, 2 * vec + 2 * stat, &ws));
     float *scale = (float *)ws, *bias = (float *)((char *)ws + vec);
     float *mean = a->mean ? a->mean : (float *)((char *)ws + 2 * vec);
     float *rstd = a->rstd ? a->rstd : (float *)((char *)ws + 2 * vec + stat);
-    TRY(nf_ref_bf16_to_f32(ctx, a->g, a->n, 1.0f, scale));
+    NF_TRY(nf_ref_bf16_to_f32(ctx, a->g, a->n, 1.0f, scale));
     if (ln)
-        TRY(nf_ref_bf16_to_f32(ctx, a->b, a->n, 0.0f, bias));
+        NF_TRY(nf_ref_bf16_to_f32(ctx, a->b, a->n, 0.0f, bias));
     float eps = a->eps;
     int64_t uids[7];
     void *ptrs[7];
@@ -350,7 +341,7 @@ nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
         return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_cudnn_norm_bwd", "%s: n=%lld, ldx=%lld, lddy=%lld, lddx=%lld",
                        packed_reason, (long long)a->n, (long long)a->ldx, (long long)a->lddy, (long long)a->lddx);
     cudnnHandle_t h;
-    TRY(nf_ctx_cudnn(ctx, &h));
+    NF_TRY(nf_ctx_cudnn(ctx, &h));
     const int ln = a->kind == NF_NORM_LAYER;
     plan_key k;
     memset(&k, 0, sizeof k);
@@ -358,13 +349,13 @@ nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
     k.M = a->M; k.n = a->n;
     k.align_in = align_of(a->x); k.align_dy = align_of(a->dy); k.align_out = align_of(a->dx);
     plan_entry *e;
-    TRY(get_plan(&k, &e));
+    NF_TRY(get_plan(&k, &e));
     /* slot B: scale | dscale | dbias (fp32) */
     const size_t vec = padded((size_t)a->n * sizeof(float));
     void *ws = NULL;
-    TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_B, 3 * vec, &ws));
+    NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_B, 3 * vec, &ws));
     float *scale = (float *)ws, *dscale = (float *)((char *)ws + vec), *dbias = (float *)((char *)ws + 2 * vec);
-    TRY(nf_ref_bf16_to_f32(ctx, a->g, a->n, 1.0f, scale));
+    NF_TRY(nf_ref_bf16_to_f32(ctx, a->g, a->n, 1.0f, scale));
     /* no epsilon: the backward uses the forward's rstd as given */
     int64_t uids[8];
     void *ptrs[8];
@@ -379,10 +370,10 @@ nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
         uids[c] = UID_MEAN; ptrs[c++] = (void *)a->mean;
         uids[c] = UID_DBIAS; ptrs[c++] = dbias;
     }
-    TRY(execute(ctx, e, c, uids, ptrs));
+    NF_TRY(execute(ctx, e, c, uids, ptrs));
     if (a->dg)
-        TRY(nf_ref_f32_to_bf16(ctx, dscale, a->n, a->dg));
+        NF_TRY(nf_ref_f32_to_bf16(ctx, dscale, a->n, a->dg));
     if (a->db)
-        TRY(nf_ref_f32_to_bf16(ctx, dbias, a->n, a->db));
+        NF_TRY(nf_ref_f32_to_bf16(ctx, dbias, a->n, a->db));
     return NF_OK;
 }

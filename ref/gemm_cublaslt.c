@@ -32,21 +32,11 @@
 
 #include "ref.h"
 
-#define STR2_(x) #x
-#define STR_(x) STR2_(x)
-#define HERE __FILE__ ":" STR_(__LINE__)
-
 #define LT_TRY(call)                                                                     \
     do {                                                                                 \
         cublasStatus_t s_ = (call);                                                      \
         if (s_ != CUBLAS_STATUS_SUCCESS)                                                 \
-            return nf_fail(NF_ERR_CUBLAS, HERE, "%s: %s", #call, cublasGetStatusString(s_)); \
-    } while (0)
-#define TRY(expr)                      \
-    do {                               \
-        nf_status s_ = (expr);         \
-        if (s_ != NF_OK)               \
-            return s_;                 \
+            return nf_fail(NF_ERR_CUBLAS, NF_HERE, "%s: %s", #call, cublasGetStatusString(s_)); \
     } while (0)
 
 enum { CACHE_SLOTS = 64 };
@@ -142,7 +132,7 @@ static nf_status plan_build(const gemm_key *k, gemm_plan *p)
     }
     if (s != CUBLAS_STATUS_SUCCESS) {
         plan_release(p);
-        return nf_fail(NF_ERR_CUBLAS, HERE, "cublasLtMatmulAlgoGetHeuristic: %s", cublasGetStatusString(s));
+        return nf_fail(NF_ERR_CUBLAS, NF_HERE, "cublasLtMatmulAlgoGetHeuristic: %s", cublasGetStatusString(s));
     }
     p->algo = res.algo;
     p->workspace = res.workspaceSize;
@@ -160,7 +150,7 @@ static nf_status plan_get(const gemm_key *k, gemm_plan **out)
     gemm_plan *p = &cache[cache_next++ % CACHE_SLOTS];
     if (p->used)
         plan_release(p);
-    TRY(plan_build(k, p));
+    NF_TRY(plan_build(k, p));
     *out = p;
     return NF_OK;
 }
@@ -170,7 +160,7 @@ static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, float *acc, in
 {
     static const char where[] = "nf_ref_gemm";
     cublasLtHandle_t lt;
-    TRY(nf_ctx_cublaslt(ctx, &lt));
+    NF_TRY(nf_ctx_cublaslt(ctx, &lt));
     void *D = acc ? (void *)acc : (void *)g->C;
     gemm_key k;
     memset(&k, 0, sizeof k); /* the key is compared with memcmp: clear the padding */
@@ -186,10 +176,10 @@ static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, float *acc, in
         return nf_fail(s, where, "cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (trans %d%d, "
                        "lda %lld ldb %lld ldc %lld)", (long long)g->M, (long long)g->N, (long long)g->K,
                        g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)k.ldc);
-    TRY(s);
+    NF_TRY(s);
     void *ws = NULL;
     if (p->workspace)
-        TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_GEMM, NF_REF_GEMM_WORKSPACE, &ws));
+        NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_GEMM, NF_REF_GEMM_WORKSPACE, &ws));
     const float zero = 0.0f;
     LT_TRY(cublasLtMatmul(lt, p->op, &g->alpha, g->B, p->la, g->A, p->lb, &zero, D, p->lc, D, p->lc,
                           &p->algo, ws, p->workspace, (cudaStream_t)nf_ctx_stream(ctx)));
@@ -200,9 +190,9 @@ static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, float *acc, in
 static nf_status gemm_through_f32(nf_context *ctx, const nf_gemm_args *g, const nf_bf16 *bias)
 {
     float *acc = NULL;
-    TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_ACC, (size_t)g->M * (size_t)g->N * sizeof(float),
+    NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_ACC, (size_t)g->M * (size_t)g->N * sizeof(float),
                          (void **)&acc));
-    TRY(run_gemm(ctx, g, acc, g->N));
+    NF_TRY(run_gemm(ctx, g, acc, g->N));
     return nf_ref_combine_f32(ctx, g->M, g->N, acc, g->N, g->beta, g->C, g->ldc, bias);
 }
 

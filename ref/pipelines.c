@@ -19,26 +19,10 @@
 
 #include "ref.h"
 
-#define STR2_(x) #x
-#define STR_(x) STR2_(x)
-#define HERE __FILE__ ":" STR_(__LINE__)
-#define TRY(expr)                      \
-    do {                               \
-        nf_status s_ = (expr);         \
-        if (s_ != NF_OK)               \
-            return s_;                 \
-    } while (0)
-#define CUDA_TRY(call)                                                                   \
-    do {                                                                                 \
-        cudaError_t e_ = (call);                                                         \
-        if (e_ != cudaSuccess)                                                           \
-            return nf_fail(NF_ERR_CUDA, HERE, "%s: %s", #call, cudaGetErrorString(e_));  \
-    } while (0)
-
 static nf_status bf16_buffer(nf_context *ctx, int slot, int64_t rows, int64_t cols, nf_bf16 **p)
 {
     void *ws = NULL;
-    TRY(nf_ctx_workspace(ctx, slot, (size_t)rows * (size_t)cols * sizeof(nf_bf16), &ws));
+    NF_TRY(nf_ctx_workspace(ctx, slot, (size_t)rows * (size_t)cols * sizeof(nf_bf16), &ws));
     *p = (nf_bf16 *)ws;
     return NF_OK;
 }
@@ -48,11 +32,11 @@ static nf_status bf16_buffer(nf_context *ctx, int slot, int64_t rows, int64_t co
 nf_status nf_ref_prenorm_gemm_fwd(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a)
 {
     nf_bf16 *An;
-    TRY(bf16_buffer(ctx, NF_REF_SLOT_A, a->M, a->K, &An));
+    NF_TRY(bf16_buffer(ctx, NF_REF_SLOT_A, a->M, a->K, &An));
     /* An = bf16(A * rstd * g) */
     const nf_norm_fwd_args nf = {.kind = NF_NORM_RMS, .M = a->M, .n = a->K, .x = a->A, .ldx = a->lda,
                                  .g = a->g, .eps = a->eps, .y = An, .ldy = a->K, .rstd = a->rstd};
-    TRY(nf_ref_norm_fwd(ctx, &nf));
+    NF_TRY(nf_ref_norm_fwd(ctx, &nf));
     /* Y = An @ W */
     const nf_gemm_args g = {.M = a->M, .N = a->N, .K = a->K, .A = An, .lda = a->K, .B = a->W,
                             .ldb = a->ldw, .C = a->Y, .ldc = a->ldy, .alpha = 1.0f, .beta = 0.0f};
@@ -62,23 +46,23 @@ nf_status nf_ref_prenorm_gemm_fwd(nf_context *ctx, const nf_prenorm_gemm_fwd_arg
 nf_status nf_ref_prenorm_gemm_bwd(nf_context *ctx, const nf_prenorm_gemm_bwd_args *a)
 {
     nf_bf16 *dZ;
-    TRY(bf16_buffer(ctx, NF_REF_SLOT_A, a->M, a->K, &dZ));
+    NF_TRY(bf16_buffer(ctx, NF_REF_SLOT_A, a->M, a->K, &dZ));
     /* dZ[M,K] = dY[M,N] @ W^T  (W stored [K,N] = op(B)^T) */
     const nf_gemm_args g1 = {.M = a->M, .N = a->K, .K = a->N, .A = a->dY, .lda = a->lddy,
                              .B = a->W, .ldb = a->ldw, .trans_b = 1, .C = dZ, .ldc = a->K,
                              .alpha = 1.0f, .beta = 0.0f};
-    TRY(nf_ref_gemm(ctx, &g1));
+    NF_TRY(nf_ref_gemm(ctx, &g1));
     /* dA = rstd (dZ g - n mean_k(dZ g n)),  dg = sum_i dZ n */
     const nf_norm_bwd_args nb = {.kind = NF_NORM_RMS, .M = a->M, .n = a->K, .x = a->A, .ldx = a->lda,
                                  .g = a->g, .eps = a->eps, .rstd = a->rstd, .dy = dZ, .lddy = a->K, .dx = a->dA,
                                  .lddx = a->ldda, .dg = a->dg};
-    TRY(nf_ref_norm_bwd_slot(ctx, &nb, NF_REF_SLOT_B));
+    NF_TRY(nf_ref_norm_bwd_slot(ctx, &nb, NF_REF_SLOT_B));
     if (!a->dW)
         return NF_OK;
     /* An = bf16(A rstd g) from the saved rstd (the backward has no eps) */
     nf_bf16 *An;
-    TRY(bf16_buffer(ctx, NF_REF_SLOT_C, a->M, a->K, &An));
-    TRY(nf_ref_scale_rows(ctx, a->M, a->K, a->A, a->lda, a->rstd, a->g, An, a->K));
+    NF_TRY(bf16_buffer(ctx, NF_REF_SLOT_C, a->M, a->K, &An));
+    NF_TRY(nf_ref_scale_rows(ctx, a->M, a->K, a->A, a->lda, a->rstd, a->g, An, a->K));
     /* dW[K,N] = An^T[K,M] @ dY[M,N] */
     const nf_gemm_args g2 = {.M = a->K, .N = a->N, .K = a->M, .A = An, .lda = a->K, .trans_a = 1,
                              .B = a->dY, .ldb = a->lddy, .C = a->dW, .ldc = a->lddw,
@@ -93,18 +77,18 @@ nf_status nf_ref_postnorm_gemm_fwd(nf_context *ctx, const nf_postnorm_gemm_fwd_a
     nf_bf16 *h = a->h;
     int64_t ldh = a->ldh;
     if (!h) {
-        TRY(bf16_buffer(ctx, NF_REF_SLOT_A, a->M, a->N, &h));
+        NF_TRY(bf16_buffer(ctx, NF_REF_SLOT_A, a->M, a->N, &h));
         ldh = a->N;
     }
     /* h = R, so that h = X @ W + 1 * h (+ c) is one cuBLASLt call, one rounding */
     if (a->R)
-        CUDA_TRY(cudaMemcpy2DAsync(h, (size_t)ldh * sizeof(nf_bf16), a->R, (size_t)a->ldr * sizeof(nf_bf16),
+        NF_CUDA_TRY(cudaMemcpy2DAsync(h, (size_t)ldh * sizeof(nf_bf16), a->R, (size_t)a->ldr * sizeof(nf_bf16),
                                    (size_t)a->N * sizeof(nf_bf16), (size_t)a->M, cudaMemcpyDeviceToDevice,
                                    (cudaStream_t)nf_ctx_stream(ctx)));
     const nf_gemm_args g = {.M = a->M, .N = a->N, .K = a->K, .A = a->X, .lda = a->ldx, .B = a->W,
                             .ldb = a->ldw, .C = h, .ldc = ldh, .alpha = 1.0f,
                             .beta = a->R ? 1.0f : 0.0f};
-    TRY(nf_ref_gemm_bias(ctx, &g, a->c));
+    NF_TRY(nf_ref_gemm_bias(ctx, &g, a->c));
     /* Y = norm(h; g, b) */
     const nf_norm_fwd_args nf = {.kind = a->kind, .M = a->M, .n = a->N, .x = h, .ldx = ldh, .g = a->g,
                                  .b = a->b, .eps = a->eps, .y = a->Y, .ldy = a->ldy,
@@ -117,28 +101,28 @@ nf_status nf_ref_postnorm_gemm_bwd(nf_context *ctx, const nf_postnorm_gemm_bwd_a
     nf_bf16 *dh = a->dh;
     int64_t lddh = a->lddh;
     if (!dh) {
-        TRY(bf16_buffer(ctx, NF_REF_SLOT_A, a->M, a->N, &dh));
+        NF_TRY(bf16_buffer(ctx, NF_REF_SLOT_A, a->M, a->N, &dh));
         lddh = a->N;
     }
     /* dh = norm-bwd(h; dY), dg/db summed over rows */
     const nf_norm_bwd_args nb = {.kind = a->kind, .M = a->M, .n = a->N, .x = a->h, .ldx = a->ldh,
                                  .g = a->g, .eps = a->eps, .mean = a->mean, .rstd = a->rstd, .dy = a->dY,
                                  .lddy = a->lddy, .dx = dh, .lddx = lddh, .dg = a->dg, .db = a->db};
-    TRY(nf_ref_norm_bwd_slot(ctx, &nb, NF_REF_SLOT_B));
+    NF_TRY(nf_ref_norm_bwd_slot(ctx, &nb, NF_REF_SLOT_B));
     /* dX[M,K] = dh[M,N] @ W^T */
     const nf_gemm_args g1 = {.M = a->M, .N = a->K, .K = a->N, .A = dh, .lda = lddh, .B = a->W,
                              .ldb = a->ldw, .trans_b = 1, .C = a->dX, .ldc = a->lddx,
                              .alpha = 1.0f, .beta = 0.0f};
-    TRY(nf_ref_gemm(ctx, &g1));
+    NF_TRY(nf_ref_gemm(ctx, &g1));
     if (a->dW) {
         /* dW[K,N] = X^T[K,M] @ dh[M,N] */
         const nf_gemm_args g2 = {.M = a->K, .N = a->N, .K = a->M, .A = a->X, .lda = a->ldx,
                                  .trans_a = 1, .B = dh, .ldb = lddh, .C = a->dW, .ldc = a->lddw,
                                  .alpha = 1.0f, .beta = 0.0f};
-        TRY(nf_ref_gemm(ctx, &g2));
+        NF_TRY(nf_ref_gemm(ctx, &g2));
     }
     /* dc_j = sum_i dh_ij */
     if (a->dc)
-        TRY(nf_ref_col_sum(ctx, a->M, a->N, dh, lddh, a->dc, NF_REF_SLOT_C));
+        NF_TRY(nf_ref_col_sum(ctx, a->M, a->N, dh, lddh, a->dc, NF_REF_SLOT_C));
     return NF_OK;
 }

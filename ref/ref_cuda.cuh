@@ -14,27 +14,8 @@
 
 #include "ref.h"
 
-#define NF_STR2_(x) #x
-#define NF_STR_(x) NF_STR2_(x)
-#define NF_HERE __FILE__ ":" NF_STR_(__LINE__)
-
-/* Check a CUDA runtime call; on failure record "file:line: call: error" and
- * return NF_ERR_CUDA from the enclosing function. */
-#define NF_CUDA_TRY(call)                                                             \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess)                                                        \
-            return nf_fail(NF_ERR_CUDA, NF_HERE, "%s: %s", #call, cudaGetErrorString(e_)); \
-    } while (0)
 /* After a <<<>>> launch: the launch error, if any. */
 #define NF_CUDA_LAUNCHED(name) NF_CUDA_TRY(cudaGetLastError())
-
-#define NF_TRY(expr)                   \
-    do {                               \
-        nf_status s_ = (expr);         \
-        if (s_ != NF_OK)               \
-            return s_;                 \
-    } while (0)
 
 enum { NF_WARP = 32, NF_VEC = 8 /* bf16 per 16-byte vector */ };
 

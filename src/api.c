@@ -15,13 +15,6 @@
 
 #include "internal.h"
 
-#define TRY(expr)                      \
-    do {                               \
-        nf_status s_ = (expr);         \
-        if (s_ != NF_OK)               \
-            return s_;                 \
-    } while (0)
-
 #define MAX_ROWS INT32_MAX /* kernels index rows with 32-bit grid coordinates */
 
 enum { BF16_ALIGN = 2, F32_ALIGN = 4, TMA_ALIGN = 16, TMA_LD_MULTIPLE = 8, FUSED_DIM_MULTIPLE = 8 };
@@ -106,7 +99,7 @@ static nf_status check_impl(const char *fn, nf_impl impl)
 
 static nf_status check_ctx(const char *fn, nf_context *ctx)
 {
-    TRY(need(fn, ctx, "ctx"));
+    NF_TRY(need(fn, ctx, "ctx"));
     return nf_ctx_activate(ctx);
 }
 
@@ -124,76 +117,76 @@ static nf_status impl_invalid(const char *fn, nf_impl impl, const char *op)
 
 static nf_status check_norm_fwd(const char *fn, const nf_norm_fwd_args *a)
 {
-    TRY(need(fn, a, "args"));
-    TRY(check_kind(fn, a->kind));
-    TRY(in_range(fn, a->M, 1, MAX_ROWS, "M"));
-    TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
-    TRY(need(fn, a->x, "x"));
-    TRY(check_ld(fn, a->ldx, a->M, a->n, "ldx"));
-    TRY(only_layernorm(fn, a->kind, a->b, "b"));
-    TRY(check_eps(fn, a->eps, "eps"));
-    TRY(need(fn, a->y, "y"));
-    TRY(check_ld(fn, a->ldy, a->M, a->n, "ldy"));
-    TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
-    TRY(aligned(fn, a->x, BF16_ALIGN, "x"));
-    TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
-    TRY(aligned(fn, a->b, BF16_ALIGN, "b"));
-    TRY(aligned(fn, a->y, BF16_ALIGN, "y"));
-    TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
-    TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
+    NF_TRY(need(fn, a, "args"));
+    NF_TRY(check_kind(fn, a->kind));
+    NF_TRY(in_range(fn, a->M, 1, MAX_ROWS, "M"));
+    NF_TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
+    NF_TRY(need(fn, a->x, "x"));
+    NF_TRY(check_ld(fn, a->ldx, a->M, a->n, "ldx"));
+    NF_TRY(only_layernorm(fn, a->kind, a->b, "b"));
+    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(need(fn, a->y, "y"));
+    NF_TRY(check_ld(fn, a->ldy, a->M, a->n, "ldy"));
+    NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
+    NF_TRY(aligned(fn, a->x, BF16_ALIGN, "x"));
+    NF_TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
+    NF_TRY(aligned(fn, a->b, BF16_ALIGN, "b"));
+    NF_TRY(aligned(fn, a->y, BF16_ALIGN, "y"));
+    NF_TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
+    NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
     return NF_OK;
 }
 
 nf_status nf_norm_fwd(nf_context *ctx, nf_impl impl, const nf_norm_fwd_args *a)
 {
     static const char fn[] = "nf_norm_fwd";
-    TRY(check_norm_fwd(fn, a));
-    TRY(check_impl(fn, impl));
+    NF_TRY(check_norm_fwd(fn, a));
+    NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_FUSED)
         return impl_invalid(fn, impl, "standalone norms (use ref or vendor)");
-    TRY(check_ctx(fn, ctx));
+    NF_TRY(check_ctx(fn, ctx));
     return impl == NF_IMPL_VENDOR ? nf_cudnn_norm_fwd(ctx, a) : nf_ref_norm_fwd(ctx, a);
 }
 
 static nf_status check_norm_bwd(const char *fn, const nf_norm_bwd_args *a)
 {
-    TRY(need(fn, a, "args"));
-    TRY(check_kind(fn, a->kind));
-    TRY(in_range(fn, a->M, 1, MAX_ROWS, "M"));
-    TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
-    TRY(need(fn, a->x, "x"));
-    TRY(check_ld(fn, a->ldx, a->M, a->n, "ldx"));
-    TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(need(fn, a, "args"));
+    NF_TRY(check_kind(fn, a->kind));
+    NF_TRY(in_range(fn, a->M, 1, MAX_ROWS, "M"));
+    NF_TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
+    NF_TRY(need(fn, a->x, "x"));
+    NF_TRY(check_ld(fn, a->ldx, a->M, a->n, "ldx"));
+    NF_TRY(check_eps(fn, a->eps, "eps"));
     if (a->kind == NF_NORM_LAYER)
-        TRY(need(fn, a->mean, "mean"));
+        NF_TRY(need(fn, a->mean, "mean"));
     else
-        TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
-    TRY(need(fn, a->rstd, "rstd"));
-    TRY(need(fn, a->dy, "dy"));
-    TRY(check_ld(fn, a->lddy, a->M, a->n, "lddy"));
-    TRY(need(fn, a->dx, "dx"));
-    TRY(check_ld(fn, a->lddx, a->M, a->n, "lddx"));
-    TRY(grad_iff(fn, a->g, a->dg, "g", "dg"));
-    TRY(only_layernorm(fn, a->kind, a->db, "db"));
-    TRY(aligned(fn, a->x, BF16_ALIGN, "x"));
-    TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
-    TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
-    TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
-    TRY(aligned(fn, a->dy, BF16_ALIGN, "dy"));
-    TRY(aligned(fn, a->dx, BF16_ALIGN, "dx"));
-    TRY(aligned(fn, a->dg, BF16_ALIGN, "dg"));
-    TRY(aligned(fn, a->db, BF16_ALIGN, "db"));
+        NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
+    NF_TRY(need(fn, a->rstd, "rstd"));
+    NF_TRY(need(fn, a->dy, "dy"));
+    NF_TRY(check_ld(fn, a->lddy, a->M, a->n, "lddy"));
+    NF_TRY(need(fn, a->dx, "dx"));
+    NF_TRY(check_ld(fn, a->lddx, a->M, a->n, "lddx"));
+    NF_TRY(grad_iff(fn, a->g, a->dg, "g", "dg"));
+    NF_TRY(only_layernorm(fn, a->kind, a->db, "db"));
+    NF_TRY(aligned(fn, a->x, BF16_ALIGN, "x"));
+    NF_TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
+    NF_TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
+    NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
+    NF_TRY(aligned(fn, a->dy, BF16_ALIGN, "dy"));
+    NF_TRY(aligned(fn, a->dx, BF16_ALIGN, "dx"));
+    NF_TRY(aligned(fn, a->dg, BF16_ALIGN, "dg"));
+    NF_TRY(aligned(fn, a->db, BF16_ALIGN, "db"));
     return NF_OK;
 }
 
 nf_status nf_norm_bwd(nf_context *ctx, nf_impl impl, const nf_norm_bwd_args *a)
 {
     static const char fn[] = "nf_norm_bwd";
-    TRY(check_norm_bwd(fn, a));
-    TRY(check_impl(fn, impl));
+    NF_TRY(check_norm_bwd(fn, a));
+    NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_FUSED)
         return impl_invalid(fn, impl, "standalone norms (use ref or vendor)");
-    TRY(check_ctx(fn, ctx));
+    NF_TRY(check_ctx(fn, ctx));
     return impl == NF_IMPL_VENDOR ? nf_cudnn_norm_bwd(ctx, a) : nf_ref_norm_bwd(ctx, a);
 }
 
@@ -201,9 +194,9 @@ nf_status nf_norm_bwd(nf_context *ctx, nf_impl impl, const nf_norm_bwd_args *a)
 
 static nf_status check_gemm_dims(const char *fn, int64_t M, int64_t K, int64_t N, int64_t N_max)
 {
-    TRY(in_range(fn, M, 1, MAX_ROWS, "M"));
-    TRY(in_range(fn, K, 1, NF_GEMM_MAX_DIM, "K"));
-    TRY(in_range(fn, N, 1, N_max, "N"));
+    NF_TRY(in_range(fn, M, 1, MAX_ROWS, "M"));
+    NF_TRY(in_range(fn, K, 1, NF_GEMM_MAX_DIM, "K"));
+    NF_TRY(in_range(fn, N, 1, N_max, "N"));
     return NF_OK;
 }
 
@@ -211,41 +204,41 @@ nf_status nf_fold_weight(nf_context *ctx, int64_t K, int64_t N, const nf_bf16 *g
                          const nf_bf16 *W, int64_t ldw, nf_bf16 *Wg, int64_t ldwg)
 {
     static const char fn[] = "nf_fold_weight";
-    TRY(in_range(fn, K, 1, NF_GEMM_MAX_DIM, "K"));
-    TRY(in_range(fn, N, 1, NF_GEMM_MAX_DIM, "N"));
-    TRY(need(fn, g, "g"));
-    TRY(need(fn, W, "W"));
-    TRY(check_ld(fn, ldw, K, N, "ldw"));
-    TRY(need(fn, Wg, "Wg"));
-    TRY(check_ld(fn, ldwg, K, N, "ldwg"));
-    TRY(aligned(fn, g, BF16_ALIGN, "g"));
-    TRY(aligned(fn, W, BF16_ALIGN, "W"));
-    TRY(aligned(fn, Wg, BF16_ALIGN, "Wg"));
-    TRY(check_ctx(fn, ctx));
+    NF_TRY(in_range(fn, K, 1, NF_GEMM_MAX_DIM, "K"));
+    NF_TRY(in_range(fn, N, 1, NF_GEMM_MAX_DIM, "N"));
+    NF_TRY(need(fn, g, "g"));
+    NF_TRY(need(fn, W, "W"));
+    NF_TRY(check_ld(fn, ldw, K, N, "ldw"));
+    NF_TRY(need(fn, Wg, "Wg"));
+    NF_TRY(check_ld(fn, ldwg, K, N, "ldwg"));
+    NF_TRY(aligned(fn, g, BF16_ALIGN, "g"));
+    NF_TRY(aligned(fn, W, BF16_ALIGN, "W"));
+    NF_TRY(aligned(fn, Wg, BF16_ALIGN, "Wg"));
+    NF_TRY(check_ctx(fn, ctx));
     return nf_ref_fold_weight(ctx, K, N, g, W, ldw, Wg, ldwg);
 }
 
 static nf_status check_prenorm_fwd(const char *fn, const nf_prenorm_gemm_fwd_args *a)
 {
-    TRY(need(fn, a, "args"));
-    TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_GEMM_MAX_DIM));
-    TRY(need(fn, a->A, "A"));
-    TRY(check_ld(fn, a->lda, a->M, a->K, "lda"));
-    TRY(need(fn, a->W, "W"));
-    TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
+    NF_TRY(need(fn, a, "args"));
+    NF_TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_GEMM_MAX_DIM));
+    NF_TRY(need(fn, a->A, "A"));
+    NF_TRY(check_ld(fn, a->lda, a->M, a->K, "lda"));
+    NF_TRY(need(fn, a->W, "W"));
+    NF_TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
     if (a->Wg)
-        TRY(check_ld(fn, a->ldwg, a->K, a->N, "ldwg"));
+        NF_TRY(check_ld(fn, a->ldwg, a->K, a->N, "ldwg"));
     if (a->Wg && !a->g)
         return nf_fail(NF_ERR_INCONSISTENT, fn, "Wg is set but g is NULL (nothing was folded)");
-    TRY(check_eps(fn, a->eps, "eps"));
-    TRY(need(fn, a->Y, "Y"));
-    TRY(check_ld(fn, a->ldy, a->M, a->N, "ldy"));
-    TRY(aligned(fn, a->A, BF16_ALIGN, "A"));
-    TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
-    TRY(aligned(fn, a->W, BF16_ALIGN, "W"));
-    TRY(aligned(fn, a->Wg, BF16_ALIGN, "Wg"));
-    TRY(aligned(fn, a->Y, BF16_ALIGN, "Y"));
-    TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
+    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(need(fn, a->Y, "Y"));
+    NF_TRY(check_ld(fn, a->ldy, a->M, a->N, "ldy"));
+    NF_TRY(aligned(fn, a->A, BF16_ALIGN, "A"));
+    NF_TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
+    NF_TRY(aligned(fn, a->W, BF16_ALIGN, "W"));
+    NF_TRY(aligned(fn, a->Wg, BF16_ALIGN, "Wg"));
+    NF_TRY(aligned(fn, a->Y, BF16_ALIGN, "Y"));
+    NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
     return NF_OK;
 }
 
@@ -288,13 +281,13 @@ static nf_status check_prenorm_fused(const char *fn, const nf_prenorm_gemm_fwd_a
 nf_status nf_prenorm_gemm_fwd(nf_context *ctx, nf_impl impl, const nf_prenorm_gemm_fwd_args *a)
 {
     static const char fn[] = "nf_prenorm_gemm_fwd";
-    TRY(check_prenorm_fwd(fn, a));
-    TRY(check_impl(fn, impl));
+    NF_TRY(check_prenorm_fwd(fn, a));
+    NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_VENDOR)
         return impl_invalid(fn, impl, "the pre-norm GEMM (ref is RMSNorm + cuBLASLt)");
     if (impl == NF_IMPL_FUSED)
-        TRY(check_prenorm_fused(fn, a, 1));
-    TRY(check_ctx(fn, ctx));
+        NF_TRY(check_prenorm_fused(fn, a, 1));
+    NF_TRY(check_ctx(fn, ctx));
     if (impl == NF_IMPL_FUSED && nf_ctx_arch(ctx) != 90)
         return nf_fail(NF_ERR_UNSUPPORTED_DEVICE, fn,
                        "impl fused needs an sm_90 (Hopper) device, this one is sm_%d", nf_ctx_arch(ctx));
@@ -306,42 +299,42 @@ nf_status nf_prenorm_gemm_fwd(nf_context *ctx, nf_impl impl, const nf_prenorm_ge
 
 static nf_status check_prenorm_bwd(const char *fn, const nf_prenorm_gemm_bwd_args *a)
 {
-    TRY(need(fn, a, "args"));
-    TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_GEMM_MAX_DIM));
-    TRY(need(fn, a->A, "A"));
-    TRY(check_ld(fn, a->lda, a->M, a->K, "lda"));
-    TRY(need(fn, a->W, "W"));
-    TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
-    TRY(check_eps(fn, a->eps, "eps"));
-    TRY(need(fn, a->rstd, "rstd"));
-    TRY(need(fn, a->dY, "dY"));
-    TRY(check_ld(fn, a->lddy, a->M, a->N, "lddy"));
-    TRY(need(fn, a->dA, "dA"));
-    TRY(check_ld(fn, a->ldda, a->M, a->K, "ldda"));
-    TRY(grad_iff(fn, a->g, a->dg, "g", "dg"));
+    NF_TRY(need(fn, a, "args"));
+    NF_TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_GEMM_MAX_DIM));
+    NF_TRY(need(fn, a->A, "A"));
+    NF_TRY(check_ld(fn, a->lda, a->M, a->K, "lda"));
+    NF_TRY(need(fn, a->W, "W"));
+    NF_TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
+    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(need(fn, a->rstd, "rstd"));
+    NF_TRY(need(fn, a->dY, "dY"));
+    NF_TRY(check_ld(fn, a->lddy, a->M, a->N, "lddy"));
+    NF_TRY(need(fn, a->dA, "dA"));
+    NF_TRY(check_ld(fn, a->ldda, a->M, a->K, "ldda"));
+    NF_TRY(grad_iff(fn, a->g, a->dg, "g", "dg"));
     if (a->dW)
-        TRY(check_ld(fn, a->lddw, a->K, a->N, "lddw"));
-    TRY(aligned(fn, a->A, BF16_ALIGN, "A"));
-    TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
-    TRY(aligned(fn, a->W, BF16_ALIGN, "W"));
-    TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
-    TRY(aligned(fn, a->dY, BF16_ALIGN, "dY"));
-    TRY(aligned(fn, a->dA, BF16_ALIGN, "dA"));
-    TRY(aligned(fn, a->dg, BF16_ALIGN, "dg"));
-    TRY(aligned(fn, a->dW, BF16_ALIGN, "dW"));
+        NF_TRY(check_ld(fn, a->lddw, a->K, a->N, "lddw"));
+    NF_TRY(aligned(fn, a->A, BF16_ALIGN, "A"));
+    NF_TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
+    NF_TRY(aligned(fn, a->W, BF16_ALIGN, "W"));
+    NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
+    NF_TRY(aligned(fn, a->dY, BF16_ALIGN, "dY"));
+    NF_TRY(aligned(fn, a->dA, BF16_ALIGN, "dA"));
+    NF_TRY(aligned(fn, a->dg, BF16_ALIGN, "dg"));
+    NF_TRY(aligned(fn, a->dW, BF16_ALIGN, "dW"));
     return NF_OK;
 }
 
 nf_status nf_prenorm_gemm_bwd(nf_context *ctx, nf_impl impl, const nf_prenorm_gemm_bwd_args *a)
 {
     static const char fn[] = "nf_prenorm_gemm_bwd";
-    TRY(check_prenorm_bwd(fn, a));
-    TRY(check_impl(fn, impl));
+    NF_TRY(check_prenorm_bwd(fn, a));
+    NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_VENDOR)
         return impl_invalid(fn, impl, "the pre-norm GEMM backward");
     if (impl == NF_IMPL_FUSED)
         return impl_missing(fn, impl, "the fused pre-norm GEMM backward is not built yet; use ref");
-    TRY(check_ctx(fn, ctx));
+    NF_TRY(check_ctx(fn, ctx));
     return nf_ref_prenorm_gemm_bwd(ctx, a);
 }
 
@@ -349,101 +342,101 @@ nf_status nf_prenorm_gemm_bwd(nf_context *ctx, nf_impl impl, const nf_prenorm_ge
 
 static nf_status check_postnorm_fwd(const char *fn, const nf_postnorm_gemm_fwd_args *a)
 {
-    TRY(need(fn, a, "args"));
-    TRY(check_kind(fn, a->kind));
-    TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_NORM_MAX_N));
-    TRY(need(fn, a->X, "X"));
-    TRY(check_ld(fn, a->ldx, a->M, a->K, "ldx"));
-    TRY(need(fn, a->W, "W"));
-    TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
+    NF_TRY(need(fn, a, "args"));
+    NF_TRY(check_kind(fn, a->kind));
+    NF_TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_NORM_MAX_N));
+    NF_TRY(need(fn, a->X, "X"));
+    NF_TRY(check_ld(fn, a->ldx, a->M, a->K, "ldx"));
+    NF_TRY(need(fn, a->W, "W"));
+    NF_TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
     if (a->R)
-        TRY(check_ld(fn, a->ldr, a->M, a->N, "ldr"));
-    TRY(only_layernorm(fn, a->kind, a->b, "b"));
-    TRY(check_eps(fn, a->eps, "eps"));
-    TRY(need(fn, a->Y, "Y"));
-    TRY(check_ld(fn, a->ldy, a->M, a->N, "ldy"));
-    TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
+        NF_TRY(check_ld(fn, a->ldr, a->M, a->N, "ldr"));
+    NF_TRY(only_layernorm(fn, a->kind, a->b, "b"));
+    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(need(fn, a->Y, "Y"));
+    NF_TRY(check_ld(fn, a->ldy, a->M, a->N, "ldy"));
+    NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
     if (a->h)
-        TRY(check_ld(fn, a->ldh, a->M, a->N, "ldh"));
-    TRY(aligned(fn, a->X, BF16_ALIGN, "X"));
-    TRY(aligned(fn, a->W, BF16_ALIGN, "W"));
-    TRY(aligned(fn, a->c, BF16_ALIGN, "c"));
-    TRY(aligned(fn, a->R, BF16_ALIGN, "R"));
-    TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
-    TRY(aligned(fn, a->b, BF16_ALIGN, "b"));
-    TRY(aligned(fn, a->Y, BF16_ALIGN, "Y"));
-    TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
-    TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
-    TRY(aligned(fn, a->h, BF16_ALIGN, "h"));
+        NF_TRY(check_ld(fn, a->ldh, a->M, a->N, "ldh"));
+    NF_TRY(aligned(fn, a->X, BF16_ALIGN, "X"));
+    NF_TRY(aligned(fn, a->W, BF16_ALIGN, "W"));
+    NF_TRY(aligned(fn, a->c, BF16_ALIGN, "c"));
+    NF_TRY(aligned(fn, a->R, BF16_ALIGN, "R"));
+    NF_TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
+    NF_TRY(aligned(fn, a->b, BF16_ALIGN, "b"));
+    NF_TRY(aligned(fn, a->Y, BF16_ALIGN, "Y"));
+    NF_TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
+    NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
+    NF_TRY(aligned(fn, a->h, BF16_ALIGN, "h"));
     return NF_OK;
 }
 
 nf_status nf_postnorm_gemm_fwd(nf_context *ctx, nf_impl impl, const nf_postnorm_gemm_fwd_args *a)
 {
     static const char fn[] = "nf_postnorm_gemm_fwd";
-    TRY(check_postnorm_fwd(fn, a));
-    TRY(check_impl(fn, impl));
+    NF_TRY(check_postnorm_fwd(fn, a));
+    NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_VENDOR)
         return impl_invalid(fn, impl, "the post-norm GEMM (ref is cuBLASLt + norm)");
     if (impl == NF_IMPL_FUSED)
         return impl_missing(fn, impl, "the multi-CTA post-norm GEMM is not built yet; use ref");
-    TRY(check_ctx(fn, ctx));
+    NF_TRY(check_ctx(fn, ctx));
     return nf_ref_postnorm_gemm_fwd(ctx, a);
 }
 
 static nf_status check_postnorm_bwd(const char *fn, const nf_postnorm_gemm_bwd_args *a)
 {
-    TRY(need(fn, a, "args"));
-    TRY(check_kind(fn, a->kind));
-    TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_NORM_MAX_N));
-    TRY(need(fn, a->X, "X"));
-    TRY(check_ld(fn, a->ldx, a->M, a->K, "ldx"));
-    TRY(need(fn, a->W, "W"));
-    TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
-    TRY(need(fn, a->h, "h"));
-    TRY(check_ld(fn, a->ldh, a->M, a->N, "ldh"));
-    TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(need(fn, a, "args"));
+    NF_TRY(check_kind(fn, a->kind));
+    NF_TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_NORM_MAX_N));
+    NF_TRY(need(fn, a->X, "X"));
+    NF_TRY(check_ld(fn, a->ldx, a->M, a->K, "ldx"));
+    NF_TRY(need(fn, a->W, "W"));
+    NF_TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
+    NF_TRY(need(fn, a->h, "h"));
+    NF_TRY(check_ld(fn, a->ldh, a->M, a->N, "ldh"));
+    NF_TRY(check_eps(fn, a->eps, "eps"));
     if (a->kind == NF_NORM_LAYER)
-        TRY(need(fn, a->mean, "mean"));
+        NF_TRY(need(fn, a->mean, "mean"));
     else
-        TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
-    TRY(need(fn, a->rstd, "rstd"));
-    TRY(need(fn, a->dY, "dY"));
-    TRY(check_ld(fn, a->lddy, a->M, a->N, "lddy"));
-    TRY(need(fn, a->dX, "dX"));
-    TRY(check_ld(fn, a->lddx, a->M, a->K, "lddx"));
+        NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
+    NF_TRY(need(fn, a->rstd, "rstd"));
+    NF_TRY(need(fn, a->dY, "dY"));
+    NF_TRY(check_ld(fn, a->lddy, a->M, a->N, "lddy"));
+    NF_TRY(need(fn, a->dX, "dX"));
+    NF_TRY(check_ld(fn, a->lddx, a->M, a->K, "lddx"));
     if (a->dW)
-        TRY(check_ld(fn, a->lddw, a->K, a->N, "lddw"));
+        NF_TRY(check_ld(fn, a->lddw, a->K, a->N, "lddw"));
     if (a->dh)
-        TRY(check_ld(fn, a->lddh, a->M, a->N, "lddh"));
-    TRY(grad_iff(fn, a->g, a->dg, "g", "dg"));
-    TRY(only_layernorm(fn, a->kind, a->db, "db"));
-    TRY(aligned(fn, a->X, BF16_ALIGN, "X"));
-    TRY(aligned(fn, a->W, BF16_ALIGN, "W"));
-    TRY(aligned(fn, a->h, BF16_ALIGN, "h"));
-    TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
-    TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
-    TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
-    TRY(aligned(fn, a->dY, BF16_ALIGN, "dY"));
-    TRY(aligned(fn, a->dX, BF16_ALIGN, "dX"));
-    TRY(aligned(fn, a->dW, BF16_ALIGN, "dW"));
-    TRY(aligned(fn, a->dh, BF16_ALIGN, "dh"));
-    TRY(aligned(fn, a->dc, BF16_ALIGN, "dc"));
-    TRY(aligned(fn, a->dg, BF16_ALIGN, "dg"));
-    TRY(aligned(fn, a->db, BF16_ALIGN, "db"));
+        NF_TRY(check_ld(fn, a->lddh, a->M, a->N, "lddh"));
+    NF_TRY(grad_iff(fn, a->g, a->dg, "g", "dg"));
+    NF_TRY(only_layernorm(fn, a->kind, a->db, "db"));
+    NF_TRY(aligned(fn, a->X, BF16_ALIGN, "X"));
+    NF_TRY(aligned(fn, a->W, BF16_ALIGN, "W"));
+    NF_TRY(aligned(fn, a->h, BF16_ALIGN, "h"));
+    NF_TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
+    NF_TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
+    NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
+    NF_TRY(aligned(fn, a->dY, BF16_ALIGN, "dY"));
+    NF_TRY(aligned(fn, a->dX, BF16_ALIGN, "dX"));
+    NF_TRY(aligned(fn, a->dW, BF16_ALIGN, "dW"));
+    NF_TRY(aligned(fn, a->dh, BF16_ALIGN, "dh"));
+    NF_TRY(aligned(fn, a->dc, BF16_ALIGN, "dc"));
+    NF_TRY(aligned(fn, a->dg, BF16_ALIGN, "dg"));
+    NF_TRY(aligned(fn, a->db, BF16_ALIGN, "db"));
     return NF_OK;
 }
 
 nf_status nf_postnorm_gemm_bwd(nf_context *ctx, nf_impl impl, const nf_postnorm_gemm_bwd_args *a)
 {
     static const char fn[] = "nf_postnorm_gemm_bwd";
-    TRY(check_postnorm_bwd(fn, a));
-    TRY(check_impl(fn, impl));
+    NF_TRY(check_postnorm_bwd(fn, a));
+    NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_VENDOR)
         return impl_invalid(fn, impl, "the post-norm GEMM backward");
     if (impl == NF_IMPL_FUSED)
         return impl_missing(fn, impl, "the fused post-norm GEMM backward is not built yet; use ref");
-    TRY(check_ctx(fn, ctx));
+    NF_TRY(check_ctx(fn, ctx));
     return nf_ref_postnorm_gemm_bwd(ctx, a);
 }
 
@@ -459,28 +452,28 @@ float nf_attention_default_scale(nf_activation act, int32_t D)
 /* The checks the forward and backward share (their structs share these fields). */
 #define CHECK_ATTENTION_COMMON(fn, a)                                                      \
     do {                                                                                   \
-        TRY(in_range(fn, (a)->B, 1, MAX_ROWS, "B"));                                      \
-        TRY(in_range(fn, (a)->H, 1, NF_NORM_MAX_N, "H"));                                  \
-        TRY(in_range(fn, (a)->D, 1, NF_ATTENTION_MAX_D, "D"));                             \
+        NF_TRY(in_range(fn, (a)->B, 1, MAX_ROWS, "B"));                                    \
+        NF_TRY(in_range(fn, (a)->H, 1, NF_NORM_MAX_N, "H"));                               \
+        NF_TRY(in_range(fn, (a)->D, 1, NF_ATTENTION_MAX_D, "D"));                          \
         if ((int64_t)(a)->H * (a)->D > NF_NORM_MAX_N)                                      \
             return nf_fail(NF_ERR_BAD_SIZE, fn, "H*D is %lld, must be <= %d",              \
                            (long long)(a)->H * (a)->D, NF_NORM_MAX_N);                     \
-        TRY(in_range(fn, (a)->Tq, 1, MAX_ROWS, "Tq"));                                     \
-        TRY(in_range(fn, (a)->Tk, 0, MAX_ROWS, "Tk"));                                     \
-        TRY(need(fn, (a)->offsets_q, "offsets_q"));                                        \
+        NF_TRY(in_range(fn, (a)->Tq, 1, MAX_ROWS, "Tq"));                                  \
+        NF_TRY(in_range(fn, (a)->Tk, 0, MAX_ROWS, "Tk"));                                  \
+        NF_TRY(need(fn, (a)->offsets_q, "offsets_q"));                                     \
         if (!(a)->offsets_k && (a)->Tk != (a)->Tq)                                         \
             return nf_fail(NF_ERR_INCONSISTENT, fn,                                        \
                            "offsets_k is NULL (keys = queries) but Tk %lld != Tq %lld",    \
                            (long long)(a)->Tk, (long long)(a)->Tq);                        \
-        TRY(in_range(fn, (a)->max_seqlen_q, 1, MAX_ROWS, "max_seqlen_q"));                 \
-        TRY(in_range(fn, (a)->max_seqlen_k, 0, MAX_ROWS, "max_seqlen_k"));                 \
+        NF_TRY(in_range(fn, (a)->max_seqlen_q, 1, MAX_ROWS, "max_seqlen_q"));              \
+        NF_TRY(in_range(fn, (a)->max_seqlen_k, 0, MAX_ROWS, "max_seqlen_k"));              \
         const int64_t hd_ = (int64_t)(a)->H * (a)->D;                                      \
-        TRY(need(fn, (a)->Q, "Q"));                                                        \
-        TRY(check_ld(fn, (a)->ldq, (a)->Tq, hd_, "ldq"));                                  \
-        TRY(need(fn, (a)->K, "K"));                                                        \
-        TRY(check_ld(fn, (a)->ldk, (a)->Tk, hd_, "ldk"));                                  \
-        TRY(need(fn, (a)->V, "V"));                                                        \
-        TRY(check_ld(fn, (a)->ldv, (a)->Tk, hd_, "ldv"));                                  \
+        NF_TRY(need(fn, (a)->Q, "Q"));                                                     \
+        NF_TRY(check_ld(fn, (a)->ldq, (a)->Tq, hd_, "ldq"));                               \
+        NF_TRY(need(fn, (a)->K, "K"));                                                     \
+        NF_TRY(check_ld(fn, (a)->ldk, (a)->Tk, hd_, "ldk"));                               \
+        NF_TRY(need(fn, (a)->V, "V"));                                                     \
+        NF_TRY(check_ld(fn, (a)->ldv, (a)->Tk, hd_, "ldv"));                               \
         if ((unsigned)(a)->act >= NF_ACT_COUNT)                                            \
             return nf_fail(NF_ERR_BAD_VALUE, fn, "act is %d, not an nf_activation",        \
                            (int)(a)->act);                                                 \
@@ -490,106 +483,106 @@ float nf_attention_default_scale(nf_activation act, int32_t D)
         if ((a)->causal != 0 && (a)->causal != 1)                                          \
             return nf_fail(NF_ERR_BAD_VALUE, fn, "causal is %d, must be 0 or 1",           \
                            (a)->causal);                                                   \
-        TRY(check_eps(fn, (a)->eps_ln, "eps_ln"));                                         \
-        TRY(check_eps(fn, (a)->eps_rms, "eps_rms"));                                       \
-        TRY(aligned(fn, (a)->offsets_q, 4, "offsets_q"));                                  \
-        TRY(aligned(fn, (a)->offsets_k, 4, "offsets_k"));                                  \
-        TRY(aligned(fn, (a)->Q, BF16_ALIGN, "Q"));                                         \
-        TRY(aligned(fn, (a)->K, BF16_ALIGN, "K"));                                         \
-        TRY(aligned(fn, (a)->V, BF16_ALIGN, "V"));                                         \
-        TRY(aligned(fn, (a)->g_ln, BF16_ALIGN, "g_ln"));                                   \
-        TRY(aligned(fn, (a)->b_ln, BF16_ALIGN, "b_ln"));                                   \
-        TRY(aligned(fn, (a)->g_rms, BF16_ALIGN, "g_rms"));                                 \
+        NF_TRY(check_eps(fn, (a)->eps_ln, "eps_ln"));                                      \
+        NF_TRY(check_eps(fn, (a)->eps_rms, "eps_rms"));                                    \
+        NF_TRY(aligned(fn, (a)->offsets_q, 4, "offsets_q"));                               \
+        NF_TRY(aligned(fn, (a)->offsets_k, 4, "offsets_k"));                               \
+        NF_TRY(aligned(fn, (a)->Q, BF16_ALIGN, "Q"));                                      \
+        NF_TRY(aligned(fn, (a)->K, BF16_ALIGN, "K"));                                      \
+        NF_TRY(aligned(fn, (a)->V, BF16_ALIGN, "V"));                                      \
+        NF_TRY(aligned(fn, (a)->g_ln, BF16_ALIGN, "g_ln"));                                \
+        NF_TRY(aligned(fn, (a)->b_ln, BF16_ALIGN, "b_ln"));                                \
+        NF_TRY(aligned(fn, (a)->g_rms, BF16_ALIGN, "g_rms"));                              \
     } while (0)
 
 static nf_status check_attention_fwd(const char *fn, const nf_attention_fwd_args *a)
 {
-    TRY(need(fn, a, "args"));
+    NF_TRY(need(fn, a, "args"));
     CHECK_ATTENTION_COMMON(fn, a);
     const int64_t hd = (int64_t)a->H * a->D;
     if (a->R)
-        TRY(check_ld(fn, a->ldr, a->Tq, hd, "ldr"));
-    TRY(need(fn, a->Y, "Y"));
-    TRY(check_ld(fn, a->ldy, a->Tq, hd, "ldy"));
+        NF_TRY(check_ld(fn, a->ldr, a->Tq, hd, "ldr"));
+    NF_TRY(need(fn, a->Y, "Y"));
+    NF_TRY(check_ld(fn, a->ldy, a->Tq, hd, "ldy"));
     if (a->O)
-        TRY(check_ld(fn, a->ldo, a->Tq, hd, "ldo"));
+        NF_TRY(check_ld(fn, a->ldo, a->Tq, hd, "ldo"));
     if (a->lse && a->act != NF_ACT_SOFTMAX)
         return nf_fail(NF_ERR_INCONSISTENT, fn, "lse is set, but act %s has no log-sum-exp",
                        nf_activation_name(a->act));
-    TRY(aligned(fn, a->R, BF16_ALIGN, "R"));
-    TRY(aligned(fn, a->Y, BF16_ALIGN, "Y"));
-    TRY(aligned(fn, a->O, BF16_ALIGN, "O"));
-    TRY(aligned(fn, a->ln_mean, F32_ALIGN, "ln_mean"));
-    TRY(aligned(fn, a->ln_rstd, F32_ALIGN, "ln_rstd"));
-    TRY(aligned(fn, a->rms_rstd, F32_ALIGN, "rms_rstd"));
-    TRY(aligned(fn, a->lse, F32_ALIGN, "lse"));
+    NF_TRY(aligned(fn, a->R, BF16_ALIGN, "R"));
+    NF_TRY(aligned(fn, a->Y, BF16_ALIGN, "Y"));
+    NF_TRY(aligned(fn, a->O, BF16_ALIGN, "O"));
+    NF_TRY(aligned(fn, a->ln_mean, F32_ALIGN, "ln_mean"));
+    NF_TRY(aligned(fn, a->ln_rstd, F32_ALIGN, "ln_rstd"));
+    NF_TRY(aligned(fn, a->rms_rstd, F32_ALIGN, "rms_rstd"));
+    NF_TRY(aligned(fn, a->lse, F32_ALIGN, "lse"));
     return NF_OK;
 }
 
 nf_status nf_attention_fwd(nf_context *ctx, nf_impl impl, const nf_attention_fwd_args *a)
 {
     static const char fn[] = "nf_attention_fwd";
-    TRY(check_attention_fwd(fn, a));
-    TRY(check_impl(fn, impl));
+    NF_TRY(check_attention_fwd(fn, a));
+    NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_VENDOR)
         return impl_invalid(fn, impl, "the attention block");
     if (impl == NF_IMPL_FUSED)
         return impl_missing(fn, impl, "FlashNormAttention is not built yet; use ref");
-    TRY(check_ctx(fn, ctx));
+    NF_TRY(check_ctx(fn, ctx));
     return nf_ref_attention_fwd(ctx, a);
 }
 
 static nf_status check_attention_bwd(const char *fn, const nf_attention_bwd_args *a)
 {
-    TRY(need(fn, a, "args"));
+    NF_TRY(need(fn, a, "args"));
     CHECK_ATTENTION_COMMON(fn, a);
     const int64_t hd = (int64_t)a->H * a->D;
     if (a->residual_is_q != 0 && a->residual_is_q != 1)
         return nf_fail(NF_ERR_BAD_VALUE, fn, "residual_is_q is %d, must be 0 or 1", a->residual_is_q);
-    TRY(need(fn, a->O, "O"));
-    TRY(check_ld(fn, a->ldo, a->Tq, hd, "ldo"));
-    TRY(need(fn, a->ln_mean, "ln_mean"));
-    TRY(need(fn, a->ln_rstd, "ln_rstd"));
-    TRY(need(fn, a->rms_rstd, "rms_rstd"));
+    NF_TRY(need(fn, a->O, "O"));
+    NF_TRY(check_ld(fn, a->ldo, a->Tq, hd, "ldo"));
+    NF_TRY(need(fn, a->ln_mean, "ln_mean"));
+    NF_TRY(need(fn, a->ln_rstd, "ln_rstd"));
+    NF_TRY(need(fn, a->rms_rstd, "rms_rstd"));
     if (a->act == NF_ACT_SOFTMAX)
-        TRY(need(fn, a->lse, "lse"));
+        NF_TRY(need(fn, a->lse, "lse"));
     else if (a->lse)
         return nf_fail(NF_ERR_INCONSISTENT, fn, "lse is set, but act %s has no log-sum-exp",
                        nf_activation_name(a->act));
-    TRY(need(fn, a->dY, "dY"));
-    TRY(check_ld(fn, a->lddy, a->Tq, hd, "lddy"));
-    TRY(need(fn, a->dQ, "dQ"));
-    TRY(check_ld(fn, a->lddq, a->Tq, hd, "lddq"));
-    TRY(need(fn, a->dK, "dK"));
-    TRY(check_ld(fn, a->lddk, a->Tk, hd, "lddk"));
-    TRY(need(fn, a->dV, "dV"));
-    TRY(check_ld(fn, a->lddv, a->Tk, hd, "lddv"));
-    TRY(grad_iff(fn, a->g_ln, a->dg_ln, "g_ln", "dg_ln"));
-    TRY(grad_iff(fn, a->g_rms, a->dg_rms, "g_rms", "dg_rms"));
-    TRY(aligned(fn, a->O, BF16_ALIGN, "O"));
-    TRY(aligned(fn, a->ln_mean, F32_ALIGN, "ln_mean"));
-    TRY(aligned(fn, a->ln_rstd, F32_ALIGN, "ln_rstd"));
-    TRY(aligned(fn, a->rms_rstd, F32_ALIGN, "rms_rstd"));
-    TRY(aligned(fn, a->lse, F32_ALIGN, "lse"));
-    TRY(aligned(fn, a->dY, BF16_ALIGN, "dY"));
-    TRY(aligned(fn, a->dQ, BF16_ALIGN, "dQ"));
-    TRY(aligned(fn, a->dK, BF16_ALIGN, "dK"));
-    TRY(aligned(fn, a->dV, BF16_ALIGN, "dV"));
-    TRY(aligned(fn, a->dg_ln, BF16_ALIGN, "dg_ln"));
-    TRY(aligned(fn, a->db_ln, BF16_ALIGN, "db_ln"));
-    TRY(aligned(fn, a->dg_rms, BF16_ALIGN, "dg_rms"));
+    NF_TRY(need(fn, a->dY, "dY"));
+    NF_TRY(check_ld(fn, a->lddy, a->Tq, hd, "lddy"));
+    NF_TRY(need(fn, a->dQ, "dQ"));
+    NF_TRY(check_ld(fn, a->lddq, a->Tq, hd, "lddq"));
+    NF_TRY(need(fn, a->dK, "dK"));
+    NF_TRY(check_ld(fn, a->lddk, a->Tk, hd, "lddk"));
+    NF_TRY(need(fn, a->dV, "dV"));
+    NF_TRY(check_ld(fn, a->lddv, a->Tk, hd, "lddv"));
+    NF_TRY(grad_iff(fn, a->g_ln, a->dg_ln, "g_ln", "dg_ln"));
+    NF_TRY(grad_iff(fn, a->g_rms, a->dg_rms, "g_rms", "dg_rms"));
+    NF_TRY(aligned(fn, a->O, BF16_ALIGN, "O"));
+    NF_TRY(aligned(fn, a->ln_mean, F32_ALIGN, "ln_mean"));
+    NF_TRY(aligned(fn, a->ln_rstd, F32_ALIGN, "ln_rstd"));
+    NF_TRY(aligned(fn, a->rms_rstd, F32_ALIGN, "rms_rstd"));
+    NF_TRY(aligned(fn, a->lse, F32_ALIGN, "lse"));
+    NF_TRY(aligned(fn, a->dY, BF16_ALIGN, "dY"));
+    NF_TRY(aligned(fn, a->dQ, BF16_ALIGN, "dQ"));
+    NF_TRY(aligned(fn, a->dK, BF16_ALIGN, "dK"));
+    NF_TRY(aligned(fn, a->dV, BF16_ALIGN, "dV"));
+    NF_TRY(aligned(fn, a->dg_ln, BF16_ALIGN, "dg_ln"));
+    NF_TRY(aligned(fn, a->db_ln, BF16_ALIGN, "db_ln"));
+    NF_TRY(aligned(fn, a->dg_rms, BF16_ALIGN, "dg_rms"));
     return NF_OK;
 }
 
 nf_status nf_attention_bwd(nf_context *ctx, nf_impl impl, const nf_attention_bwd_args *a)
 {
     static const char fn[] = "nf_attention_bwd";
-    TRY(check_attention_bwd(fn, a));
-    TRY(check_impl(fn, impl));
+    NF_TRY(check_attention_bwd(fn, a));
+    NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_VENDOR)
         return impl_invalid(fn, impl, "the attention block backward");
     if (impl == NF_IMPL_FUSED)
         return impl_missing(fn, impl, "the FlashNormAttention backward is not built yet; use ref");
-    TRY(check_ctx(fn, ctx));
+    NF_TRY(check_ctx(fn, ctx));
     return nf_ref_attention_bwd(ctx, a);
 }

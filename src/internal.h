@@ -20,6 +20,28 @@
 extern "C" {
 #endif
 
+/* "file:line" of the expansion site: the `where` of nf_fail(). */
+#define NF_STR2_(x) #x
+#define NF_STR_(x) NF_STR2_(x)
+#define NF_HERE __FILE__ ":" NF_STR_(__LINE__)
+
+/* Return the status of `expr` from the enclosing function unless it is NF_OK. */
+#define NF_TRY(expr)                   \
+    do {                               \
+        nf_status s_ = (expr);         \
+        if (s_ != NF_OK)               \
+            return s_;                 \
+    } while (0)
+
+/* Check a CUDA runtime call (the caller includes the CUDA runtime header): on
+ * failure record "file:line: call: error" and return NF_ERR_CUDA. */
+#define NF_CUDA_TRY(call)                                                                  \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess)                                                             \
+            return nf_fail(NF_ERR_CUDA, NF_HERE, "%s: %s", #call, cudaGetErrorString(e_)); \
+    } while (0)
+
 /* Record a failure for nf_last_error() and return `status`. */
 nf_status nf_fail(nf_status status, const char *where, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -43,8 +43,7 @@ int nf_budget_prenorm_gemm_fwd(const nf_prenorm_gemm_fwd_args *a, const nf_oracl
                                const nf_prenorm_fwd_ref *want, nf_prenorm_fwd_ref *allowed)
 {
     static const char who[] = "nf_budget_prenorm_gemm_fwd";
-    if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || a->lda < a->K || a->ldw < a->N)
-        return nf_oracle_fail(who, "bad sizes, strides or pointers");
+    if (nf_oracle_check_prenorm_fwd(a, who)) return -1;
     if ((allowed->Y && !want->Y) || (allowed->rstd && !want->rstd))
         return nf_oracle_fail(who, "every allowed array needs its want array");
     unsigned char *mask = nf_row_mask(o, a->M, who);
@@ -101,9 +100,7 @@ int nf_budget_prenorm_gemm_bwd(const nf_prenorm_gemm_bwd_args *a, const nf_oracl
                                const nf_prenorm_bwd_ref *want, nf_prenorm_bwd_ref *allowed)
 {
     static const char who[] = "nf_budget_prenorm_gemm_bwd";
-    if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || !a->dY || a->lda < a->K ||
-        a->ldw < a->N || a->lddy < a->N)
-        return nf_oracle_fail(who, "bad sizes, strides or pointers");
+    if (nf_oracle_check_prenorm_bwd(a, who)) return -1;
     if ((allowed->dA && !want->dA) || (allowed->dg && !want->dg) || (allowed->dW && !want->dW))
         return nf_oracle_fail(who, "every allowed array needs its want array");
     unsigned char *mask = nf_row_mask(o, a->M, who);
@@ -194,9 +191,7 @@ int nf_budget_postnorm_gemm_fwd(const nf_postnorm_gemm_fwd_args *a, const nf_ora
                                 const nf_postnorm_fwd_ref *want, nf_postnorm_fwd_ref *allowed)
 {
     static const char who[] = "nf_budget_postnorm_gemm_fwd";
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->K < 1 ||
-        a->N < 1 || !a->X || !a->W || a->ldx < a->K || a->ldw < a->N || (a->R && a->ldr < a->N))
-        return nf_oracle_fail(who, "bad kind, sizes, strides or pointers");
+    if (nf_oracle_check_postnorm_fwd(a, who)) return -1;
     if ((allowed->Y && !want->Y) || (allowed->h && !want->h) || (allowed->mean && !want->mean) ||
         (allowed->rstd && !want->rstd))
         return nf_oracle_fail(who, "every allowed array needs its want array");
@@ -263,10 +258,7 @@ int nf_budget_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_ora
                                 const nf_postnorm_bwd_ref *want, nf_postnorm_bwd_ref *allowed)
 {
     static const char who[] = "nf_budget_postnorm_gemm_bwd";
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->K < 1 ||
-        a->N < 1 || !a->X || !a->W || !a->h || !a->dY || a->ldx < a->K || a->ldw < a->N ||
-        a->ldh < a->N || a->lddy < a->N)
-        return nf_oracle_fail(who, "bad kind, sizes, strides or pointers");
+    if (nf_oracle_check_postnorm_bwd(a, who)) return -1;
     if ((allowed->dX && !want->dX) || (allowed->dW && !want->dW) || (allowed->dh && !want->dh) ||
         (allowed->dc && !want->dc) || (allowed->dg && !want->dg) || (allowed->db && !want->db))
         return nf_oracle_fail(who, "every allowed array needs its want array");

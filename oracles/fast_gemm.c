@@ -36,8 +36,7 @@ int nf_fast_prenorm_gemm_fwd(const nf_prenorm_gemm_fwd_args *a, const nf_oracle_
                              nf_prenorm_fwd_ref *r)
 {
     static const char who[] = "nf_fast_prenorm_gemm_fwd";
-    if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || a->lda < a->K || a->ldw < a->N)
-        return nf_oracle_fail(who, "bad sizes, strides or pointers");
+    if (nf_oracle_check_prenorm_fwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     nf_oracle_set_threads(o);
@@ -74,9 +73,7 @@ int nf_fast_prenorm_gemm_bwd(const nf_prenorm_gemm_bwd_args *a, const nf_oracle_
                              nf_prenorm_bwd_ref *r)
 {
     static const char who[] = "nf_fast_prenorm_gemm_bwd";
-    if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || !a->dY || a->lda < a->K ||
-        a->ldw < a->N || a->lddy < a->N)
-        return nf_oracle_fail(who, "bad sizes, strides or pointers");
+    if (nf_oracle_check_prenorm_bwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     nf_oracle_set_threads(o);
@@ -144,9 +141,7 @@ int nf_fast_postnorm_gemm_fwd(const nf_postnorm_gemm_fwd_args *a, const nf_oracl
                               nf_postnorm_fwd_ref *r)
 {
     static const char who[] = "nf_fast_postnorm_gemm_fwd";
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->K < 1 ||
-        a->N < 1 || !a->X || !a->W || a->ldx < a->K || a->ldw < a->N || (a->R && a->ldr < a->N))
-        return nf_oracle_fail(who, "bad kind, sizes, strides or pointers");
+    if (nf_oracle_check_postnorm_fwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     nf_oracle_set_threads(o);
@@ -189,10 +184,7 @@ int nf_fast_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_oracl
                               nf_postnorm_bwd_ref *r)
 {
     static const char who[] = "nf_fast_postnorm_gemm_bwd";
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->K < 1 ||
-        a->N < 1 || !a->X || !a->W || !a->h || !a->dY || a->ldx < a->K || a->ldw < a->N ||
-        a->ldh < a->N || a->lddy < a->N)
-        return nf_oracle_fail(who, "bad kind, sizes, strides or pointers");
+    if (nf_oracle_check_postnorm_bwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     nf_oracle_set_threads(o);

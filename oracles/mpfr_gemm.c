@@ -31,8 +31,7 @@ static int prenorm_fwd_core(const nf_prenorm_gemm_fwd_args *a, const nf_oracle_o
                             nf_prenorm_fwd_ref *r, nf_mp_probe *p)
 {
     static const char who[] = "nf_mpfr_prenorm_gemm_fwd";
-    if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || a->lda < a->K || a->ldw < a->N)
-        return nf_oracle_fail(who, "bad sizes, strides or pointers");
+    if (nf_oracle_check_prenorm_fwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t K = a->K, N = a->N;
@@ -94,9 +93,7 @@ int nf_mpfr_prenorm_gemm_bwd(const nf_prenorm_gemm_bwd_args *a, const nf_oracle_
     static const char who[] = "nf_mpfr_prenorm_gemm_bwd";
     long prec = nf_oracle_prec(o, who);
     if (prec < 0) return -1;
-    if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || !a->dY || a->lda < a->K ||
-        a->ldw < a->N || a->lddy < a->N)
-        return nf_oracle_fail(who, "bad sizes, strides or pointers");
+    if (nf_oracle_check_prenorm_bwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t K = a->K, N = a->N;
@@ -166,9 +163,7 @@ static int postnorm_fwd_core(const nf_postnorm_gemm_fwd_args *a, const nf_oracle
                              nf_postnorm_fwd_ref *r, nf_mp_probe *p)
 {
     static const char who[] = "nf_mpfr_postnorm_gemm_fwd";
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->K < 1 ||
-        a->N < 1 || !a->X || !a->W || a->ldx < a->K || a->ldw < a->N || (a->R && a->ldr < a->N))
-        return nf_oracle_fail(who, "bad kind, sizes, strides or pointers");
+    if (nf_oracle_check_postnorm_fwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t K = a->K, N = a->N;
@@ -244,10 +239,7 @@ int nf_mpfr_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_oracl
     static const char who[] = "nf_mpfr_postnorm_gemm_bwd";
     long prec = nf_oracle_prec(o, who);
     if (prec < 0) return -1;
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->K < 1 ||
-        a->N < 1 || !a->X || !a->W || !a->h || !a->dY || a->ldx < a->K || a->ldw < a->N ||
-        a->ldh < a->N || a->lddy < a->N)
-        return nf_oracle_fail(who, "bad kind, sizes, strides or pointers");
+    if (nf_oracle_check_postnorm_bwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t K = a->K, N = a->N;

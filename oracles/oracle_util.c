@@ -15,6 +15,38 @@ int nf_oracle_fail(const char *who, const char *why)
     return -1;
 }
 
+int nf_oracle_check_prenorm_fwd(const nf_prenorm_gemm_fwd_args *a, const char *who)
+{
+    if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || a->lda < a->K || a->ldw < a->N)
+        return nf_oracle_fail(who, "bad sizes, strides or pointers");
+    return 0;
+}
+
+int nf_oracle_check_prenorm_bwd(const nf_prenorm_gemm_bwd_args *a, const char *who)
+{
+    if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || !a->dY || a->lda < a->K ||
+        a->ldw < a->N || a->lddy < a->N)
+        return nf_oracle_fail(who, "bad sizes, strides or pointers");
+    return 0;
+}
+
+int nf_oracle_check_postnorm_fwd(const nf_postnorm_gemm_fwd_args *a, const char *who)
+{
+    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->K < 1 ||
+        a->N < 1 || !a->X || !a->W || a->ldx < a->K || a->ldw < a->N || (a->R && a->ldr < a->N))
+        return nf_oracle_fail(who, "bad kind, sizes, strides or pointers");
+    return 0;
+}
+
+int nf_oracle_check_postnorm_bwd(const nf_postnorm_gemm_bwd_args *a, const char *who)
+{
+    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->K < 1 ||
+        a->N < 1 || !a->X || !a->W || !a->h || !a->dY || a->ldx < a->K || a->ldw < a->N ||
+        a->ldh < a->N || a->lddy < a->N)
+        return nf_oracle_fail(who, "bad kind, sizes, strides or pointers");
+    return 0;
+}
+
 unsigned char *nf_row_mask(const nf_oracle_opts *o, int64_t M, const char *who)
 {
     unsigned char *mask = calloc((size_t)(M > 0 ? M : 1), 1);

@@ -1,8 +1,9 @@
 /*
  * norm_bwd.cu — reference RMSNorm / LayerNorm backward (SPEC.md section 1).
  *
- *   RMSNorm,   t = dy g:  dx_ij = rstd_i ( t_ij - x_ij rstd_i^2 (1/n) sum_k t_ik x_ik )
- *                         dg_j  = sum_i dy_ij x_ij rstd_i
+ *   RMSNorm,   t = dy g, xh = x rstd:
+ *                         dx = rstd ( t - xh mean_j(t xh) )
+ *                         dg = sum_i dy xh
  *   LayerNorm, xh = (x - mu) rstd, t = dy g:
  *                         dx = rstd ( t - mean_j(t) - xh mean_j(t xh) )
  *                         dg = sum_i dy xh;   db = sum_i dy
@@ -39,10 +40,154 @@ namespace {
 constexpr int kMinCta = 128;
 template <int TPR> constexpr int cta_threads() { return TPR < kMinCta ? kMinCta : TPR; }
 
-/* Row statistics needed by dx, from the two group sums. */
+/*
+ * Per-row coefficients of the backward.  Both kinds go through
+ * xh = x_hat = (x - mu) rstd first (RMSNorm: mu = 0), so every intermediate
+ * stays O(|t| sqrt(n)) whatever the row's scale: rows of bf16-max values
+ * (rstd ~ 2^-128, subnormal) or subnormal values (rstd ~ eps^-1/2) never form
+ * x^2, rstd^2 or t x.
+ *   dx = rstd (t - m1 - xh m2),  m1 = mean(t) (LN only),  m2 = mean(t xh)
+ * LayerNorm's x - mu can itself overflow when |x| and |mu| are near the bf16
+ * maximum with opposite signs; that needs var > 2^120, i.e. rstd < 2^-60, and
+ * those rows use xh = (x h - mu h) (rstd / h) with h = 1/4 (exact scalings).
+ * Elsewhere h = 1 and fmaf(x, 1, -mu) is x - mu to the bit.
+ */
+template <bool LN>
 struct RowCoef {
-    float mu, rstd, m1, m2; /* LN: dx = rstd (t - m1 - xh m2); RMS: dx = rstd (t - x m2) */
+    float rstd, h, mu_h, rh, m1, m2;
+
+    __device__ __forceinline__ void init(float rstd_, float mu)
+    {
+        rstd = rstd_;
+        h = (LN && rstd_ < 0x1p-60f) ? 0.25f : 1.0f;
+        mu_h = mu * h;
+        rh = rstd_ / h;
+        m1 = m2 = 0.0f;
+    }
+    __device__ __forceinline__ float xhat(float x) const
+    {
+        return LN ? fmaf(x, h, -mu_h) * rh : x * rstd;
+    }
+    /* dx = rstd (t - mean t - xh mean(t xh));  RMSNorm: rstd (t - xh mean(t xh)) */
+    __device__ __forceinline__ float dx(float t, float xh) const
+    {
+        return LN ? rstd * (t - m1 - xh * m2) : rstd * (t - xh * m2);
+    }
 };
+
+/* f(k, v, x[8], dy[8], t[8]) for each valid vector v = t + k TPR of one
+ * cached row (x, dy packed in registers, VPT vectors per thread), unpacked,
+ * with t = dy g. */
+template <int TPR, int VPT, class F>
+__device__ __forceinline__ void each_vector(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
+                                            const uint4 (&dyv)[VPT], int t, int nv, F &&f)
+{
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+        const int v = t + k * TPR;
+        if (v >= nv)
+            continue;
+        float xf[NF_VEC], dyf[NF_VEC], tf[NF_VEC];
+        nf_unpack8(xv[k], xf);
+        nf_unpack8(dyv[k], dyf);
+        if (a.g)
+            nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), tf);
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e)
+            tf[e] = a.g ? dyf[e] * tf[e] : dyf[e];
+        f(k, v, xf, dyf, tf);
+    }
+}
+
+/* The two row sums of one cached row into c.m1 = mean(t) (LayerNorm) and
+ * c.m2 = mean(t xh).  Every thread of the block calls it (group reductions). */
+template <int TPR, int VPT, bool LN>
+__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
+                                          const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
+                                          RowCoef<LN> &c)
+{
+    float s1 = 0.0f, s2 = 0.0f; /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j */
+    each_vector<TPR>(a, xv, dyv, t, nv, [&](int, int, float (&xf)[NF_VEC], float (&)[NF_VEC],
+                                            float (&tf)[NF_VEC]) {
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e) {
+            if constexpr (LN)
+                s1 += tf[e];
+            s2 = fmaf(tf[e], c.xhat(xf[e]), s2);
+        }
+    });
+    if constexpr (LN)
+        c.m1 = nf_group_sum<TPR>(s1, scratch) / (float)a.n;
+    c.m2 = nf_group_sum<TPR>(s2, scratch) / (float)a.n;
+}
+
+/* dx of one cached row, stored; when ACC, the row's dg (dy xh) and db (dy)
+ * contributions added to the thread's column accumulators. */
+template <int TPR, int VPT, bool LN, bool ACC, int NG, int NB>
+__device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
+                                       const uint4 (&dyv)[VPT], int t, int nv, int64_t row,
+                                       const RowCoef<LN> &c, bool want_g, bool want_b,
+                                       float (&acc_g)[NG][NF_VEC], float (&acc_b)[NB][NF_VEC])
+{
+    each_vector<TPR>(a, xv, dyv, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
+                                            float (&tf)[NF_VEC]) {
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e) {
+            const float xh = c.xhat(xf[e]);
+            if constexpr (ACC) {
+                if (want_g) acc_g[k][e] = fmaf(dyf[e], xh, acc_g[k][e]);
+                if (LN && want_b) acc_b[LN ? k : 0][e] += dyf[e];
+            }
+            xf[e] = c.dx(tf[e], xh);
+        }
+        nf_stg8(a.dx + row * a.lddx + (int64_t)v * NF_VEC, nf_pack8(xf));
+    });
+}
+
+/* The CTA's dg and db column sums (one per group, in registers) combined in
+ * group order through shared memory; the CTA writes row blockIdx.x of
+ * part_g / part_b (skipped where NULL). Every thread of the block calls it. */
+template <int TPR, int VPT, bool LN, int NB>
+__device__ __forceinline__ void write_partials(const nf_norm_bwd_args &a, int t, int group, int nv,
+                                               float *part_g, float *part_b,
+                                               const float (&acc_g)[VPT][NF_VEC],
+                                               const float (&acc_b)[NB][NF_VEC])
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    constexpr int COLS = TPR * VPT * NF_VEC; /* columns a group covers */
+    __shared__ float red[ROWS > 1 ? ROWS * COLS : 1];
+    for (int which = 0; which < 2; ++which) {
+        float *part = which == 0 ? part_g : part_b;
+        if (!part) /* uniform over the block */
+            continue;
+        if constexpr (ROWS > 1) {
+            __syncthreads();
+#pragma unroll
+            for (int k = 0; k < VPT; ++k)
+#pragma unroll
+                for (int e = 0; e < NF_VEC; ++e)
+                    red[group * COLS + (t + k * TPR) * NF_VEC + e] =
+                        which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
+            __syncthreads();
+            for (int col = threadIdx.x; col < nv * NF_VEC; col += CTA) {
+                float s = 0.0f;
+                for (int r = 0; r < ROWS; ++r)
+                    s += red[r * COLS + col];
+                part[(int64_t)blockIdx.x * a.n + col] = s;
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < VPT; ++k) {
+                const int v = t + k * TPR;
+                if (v < nv)
+#pragma unroll
+                    for (int e = 0; e < NF_VEC; ++e)
+                        part[(int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC + e] =
+                            which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
+            }
+        }
+    }
+}
 
 /* ---- vectorised row kernel ---------------------------------------------------------- */
 
@@ -51,7 +196,6 @@ __global__ void __launch_bounds__(cta_threads<TPR>())
 norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    constexpr int COLS = TPR * VPT * NF_VEC; /* columns a group covers */
     __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
@@ -78,109 +222,16 @@ norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
             xv[k] = in ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
             dyv[k] = in ? nf_ldg8(a.dy + row * a.lddy + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
         }
-        RowCoef c;
-        c.rstd = live ? a.rstd[row] : 0.0f;
-        c.mu = (LN && live) ? a.mean[row] : 0.0f;
-
-        /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j  (RMS: s2 = sum_j t_j x_j) */
-        float s1 = 0.0f, s2 = 0.0f;
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const int v = t + k * TPR;
-            if (v >= nv)
-                continue;
-            float xf[NF_VEC], dyf[NF_VEC], gf[NF_VEC];
-            nf_unpack8(xv[k], xf);
-            nf_unpack8(dyv[k], dyf);
-            if (a.g)
-                nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
-#pragma unroll
-            for (int e = 0; e < NF_VEC; ++e) {
-                const float tv = a.g ? dyf[e] * gf[e] : dyf[e];
-                if constexpr (LN) {
-                    s1 += tv;
-                    s2 = fmaf(tv, (xf[e] - c.mu) * c.rstd, s2);
-                } else {
-                    s2 = fmaf(tv, xf[e], s2);
-                }
-            }
-        }
-        if constexpr (LN) {
-            c.m1 = nf_group_sum<TPR>(s1, scratch[group]) / (float)a.n; /* mean(t)    */
-            c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n; /* mean(t xh) */
-        } else {
-            c.m1 = 0.0f;
-            /* x rstd^2 mean(t x) = x * m2 */
-            c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n * c.rstd * c.rstd;
-        }
-        if (!live)
-            continue;
-
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const int v = t + k * TPR;
-            if (v >= nv)
-                continue;
-            float xf[NF_VEC], dyf[NF_VEC], gf[NF_VEC];
-            nf_unpack8(xv[k], xf);
-            nf_unpack8(dyv[k], dyf);
-            if (a.g)
-                nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
-#pragma unroll
-            for (int e = 0; e < NF_VEC; ++e) {
-                const float tv = a.g ? dyf[e] * gf[e] : dyf[e];
-                float dxv;
-                if constexpr (LN) {
-                    const float xh = (xf[e] - c.mu) * c.rstd;
-                    dxv = c.rstd * (tv - c.m1 - xh * c.m2); /* dx = rstd (t - mean t - xh mean(t xh)) */
-                    if (want_g) acc_g[ACC ? k : 0][e] = fmaf(dyf[e], xh, acc_g[ACC ? k : 0][e]);
-                    if (want_b) acc_b[ACC && LN ? k : 0][e] += dyf[e];
-                } else {
-                    dxv = c.rstd * (tv - xf[e] * c.m2); /* dx = rstd (t - x rstd^2 mean(t x)) */
-                    if (want_g) acc_g[ACC ? k : 0][e] = fmaf(dyf[e], xf[e] * c.rstd, acc_g[ACC ? k : 0][e]);
-                }
-                xf[e] = dxv;
-            }
-            nf_stg8(a.dx + row * a.lddx + (int64_t)v * NF_VEC, nf_pack8(xf));
-        }
+        RowCoef<LN> c;
+        c.init(live ? a.rstd[row] : 0.0f, (LN && live) ? a.mean[row] : 0.0f);
+        row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch[group], c);
+        if (live)
+            row_dx<TPR, VPT, LN, ACC>(a, xv, dyv, t, nv, row, c, want_g, want_b, acc_g, acc_b);
     }
 
-    if constexpr (ACC) {
-        /* combine the ROWS groups of this CTA in group order, write one partial row */
-        __shared__ float red[ROWS > 1 ? ROWS * COLS : 1];
-        for (int which = 0; which < 2; ++which) {
-            float *part = which == 0 ? part_g : part_b;
-            const bool want = which == 0 ? want_g : want_b;
-            if (!want)
-                continue;
-            if constexpr (ROWS > 1) {
-                __syncthreads();
-#pragma unroll
-                for (int k = 0; k < VPT; ++k)
-#pragma unroll
-                    for (int e = 0; e < NF_VEC; ++e)
-                        red[group * COLS + (t + k * TPR) * NF_VEC + e] =
-                            which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
-                __syncthreads();
-                for (int col = threadIdx.x; col < nv * NF_VEC; col += CTA) {
-                    float s = 0.0f;
-                    for (int r = 0; r < ROWS; ++r)
-                        s += red[r * COLS + col];
-                    part[(int64_t)blockIdx.x * a.n + col] = s;
-                }
-            } else {
-#pragma unroll
-                for (int k = 0; k < VPT; ++k) {
-                    const int v = t + k * TPR;
-                    if (v < nv)
-#pragma unroll
-                        for (int e = 0; e < NF_VEC; ++e)
-                            part[(int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC + e] =
-                                which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
-                }
-            }
-        }
-    }
+    if constexpr (ACC)
+        write_partials<TPR, VPT, LN>(a, t, group, nv, want_g ? part_g : nullptr,
+                                     want_b ? part_b : nullptr, acc_g, acc_b);
 }
 
 /* ---- software-pipelined row kernel (n <= 4096) ------------------------------------------ */
@@ -232,7 +283,6 @@ __global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, L
 norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    constexpr int COLS = TPR * VPT * NF_VEC; /* columns a group covers */
     __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
@@ -256,107 +306,16 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
         RowTile<VPT> nxt;
         load_row<TPR, VPT, LN>(a, (rg + gridDim.x) * ROWS + group, t, nv, nxt);
 
-        RowCoef c;
-        c.rstd = cur.rstd;
-        c.mu = cur.mu;
-        /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j  (RMS: s2 = sum_j t_j x_j) */
-        float s1 = 0.0f, s2 = 0.0f;
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const int v = t + k * TPR;
-            if (v >= nv)
-                continue;
-            float xf[NF_VEC], dyf[NF_VEC], gf[NF_VEC];
-            nf_unpack8(cur.x[k], xf);
-            nf_unpack8(cur.dy[k], dyf);
-            if (a.g)
-                nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
-#pragma unroll
-            for (int e = 0; e < NF_VEC; ++e) {
-                const float tv = a.g ? dyf[e] * gf[e] : dyf[e];
-                if constexpr (LN) {
-                    s1 += tv;
-                    s2 = fmaf(tv, (xf[e] - c.mu) * c.rstd, s2);
-                } else {
-                    s2 = fmaf(tv, xf[e], s2);
-                }
-            }
-        }
-        if constexpr (LN) {
-            c.m1 = nf_group_sum<TPR>(s1, scratch[group]) / (float)a.n; /* mean(t)    */
-            c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n; /* mean(t xh) */
-        } else {
-            c.m1 = 0.0f;
-            /* x rstd^2 mean(t x) = x * m2 */
-            c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n * c.rstd * c.rstd;
-        }
-
-        if (live) {
-#pragma unroll
-            for (int k = 0; k < VPT; ++k) {
-                const int v = t + k * TPR;
-                if (v >= nv)
-                    continue;
-                float xf[NF_VEC], dyf[NF_VEC], gf[NF_VEC];
-                nf_unpack8(cur.x[k], xf);
-                nf_unpack8(cur.dy[k], dyf);
-                if (a.g)
-                    nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
-#pragma unroll
-                for (int e = 0; e < NF_VEC; ++e) {
-                    const float tv = a.g ? dyf[e] * gf[e] : dyf[e];
-                    float dxv;
-                    if constexpr (LN) {
-                        const float xh = (xf[e] - c.mu) * c.rstd;
-                        dxv = c.rstd * (tv - c.m1 - xh * c.m2); /* dx = rstd (t - mean t - xh mean(t xh)) */
-                        if (want_g) acc_g[k][e] = fmaf(dyf[e], xh, acc_g[k][e]);
-                        if (want_b) acc_b[LN ? k : 0][e] += dyf[e];
-                    } else {
-                        dxv = c.rstd * (tv - xf[e] * c.m2); /* dx = rstd (t - x rstd^2 mean(t x)) */
-                        if (want_g) acc_g[k][e] = fmaf(dyf[e], xf[e] * c.rstd, acc_g[k][e]);
-                    }
-                    xf[e] = dxv;
-                }
-                nf_stg8(a.dx + row * a.lddx + (int64_t)v * NF_VEC, nf_pack8(xf));
-            }
-        }
+        RowCoef<LN> c;
+        c.init(cur.rstd, cur.mu);
+        row_means<TPR, VPT, LN>(a, cur.x, cur.dy, t, nv, scratch[group], c);
+        if (live)
+            row_dx<TPR, VPT, LN, true>(a, cur.x, cur.dy, t, nv, row, c, want_g, want_b, acc_g, acc_b);
         cur = nxt;
     }
 
-    /* combine the ROWS groups of this CTA in group order, write one partial row */
-    __shared__ float red[ROWS > 1 ? ROWS * COLS : 1];
-    for (int which = 0; which < 2; ++which) {
-        float *part = which == 0 ? part_g : part_b;
-        const bool want = which == 0 ? want_g : want_b;
-        if (!want)
-            continue;
-        if constexpr (ROWS > 1) {
-            __syncthreads();
-#pragma unroll
-            for (int k = 0; k < VPT; ++k)
-#pragma unroll
-                for (int e = 0; e < NF_VEC; ++e)
-                    red[group * COLS + (t + k * TPR) * NF_VEC + e] =
-                        which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
-            __syncthreads();
-            for (int col = threadIdx.x; col < nv * NF_VEC; col += CTA) {
-                float s = 0.0f;
-                for (int r = 0; r < ROWS; ++r)
-                    s += red[r * COLS + col];
-                part[(int64_t)blockIdx.x * a.n + col] = s;
-            }
-        } else {
-#pragma unroll
-            for (int k = 0; k < VPT; ++k) {
-                const int v = t + k * TPR;
-                if (v < nv)
-#pragma unroll
-                    for (int e = 0; e < NF_VEC; ++e)
-                        part[(int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC + e] =
-                            which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
-            }
-        }
-    }
+    write_partials<TPR, VPT, LN>(a, t, group, nv, want_g ? part_g : nullptr,
+                                 want_b ? part_b : nullptr, acc_g, acc_b);
 }
 
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
@@ -372,34 +331,25 @@ norm_bwd_scalar(const nf_norm_bwd_args a)
     const bool live = row < a.M;
     const int64_t n = live ? a.n : 0, r = live ? row : 0;
     const nf_bf16 *x = a.x + r * a.ldx, *dy = a.dy + r * a.lddy;
-    const float rstd = live ? a.rstd[r] : 0.0f, mu = (LN && live) ? a.mean[r] : 0.0f;
+    RowCoef<LN> c;
+    c.init(live ? a.rstd[r] : 0.0f, (LN && live) ? a.mean[r] : 0.0f);
 
     float s1 = 0.0f, s2 = 0.0f;
     for (int64_t j = t; j < n; j += TPR) {
         const float tv = a.g ? nf_ld(dy, j) * nf_ld(a.g, j) : nf_ld(dy, j);
-        const float xv = nf_ld(x, j);
-        if constexpr (LN) {
+        if constexpr (LN)
             s1 += tv;
-            s2 = fmaf(tv, (xv - mu) * rstd, s2);
-        } else {
-            s2 = fmaf(tv, xv, s2);
-        }
+        s2 = fmaf(tv, c.xhat(nf_ld(x, j)), s2);
     }
-    float m1 = 0.0f, m2;
-    if constexpr (LN) {
-        m1 = nf_group_sum<TPR>(s1, scratch[group]) / (float)a.n;
-        m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n;
-    } else {
-        m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n * rstd * rstd;
-    }
+    if constexpr (LN)
+        c.m1 = nf_group_sum<TPR>(s1, scratch[group]) / (float)a.n;
+    c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n;
     if (!live)
         return;
     nf_bf16 *dx = a.dx + row * a.lddx;
     for (int64_t j = t; j < n; j += TPR) {
         const float tv = a.g ? nf_ld(dy, j) * nf_ld(a.g, j) : nf_ld(dy, j);
-        const float xv = nf_ld(x, j);
-        const float dxv = LN ? rstd * (tv - m1 - (xv - mu) * rstd * m2) : rstd * (tv - xv * m2);
-        dx[j] = nf_to_bf16(dxv);
+        dx[j] = nf_to_bf16(c.dx(tv, c.xhat(nf_ld(x, j))));
     }
 }
 
@@ -421,8 +371,9 @@ norm_bwd_columns(const nf_norm_bwd_args a, int64_t rows_per_chunk, float *part_g
     for (int64_t i = i0; i < i1; ++i) {
         const float dyv = nf_ld(a.dy + i * a.lddy, j);
         const float xv = nf_ld(a.x + i * a.ldx, j);
-        const float xh = LN ? (xv - a.mean[i]) * a.rstd[i] : xv * a.rstd[i];
-        sg = fmaf(dyv, xh, sg);
+        RowCoef<LN> c;
+        c.init(a.rstd[i], LN ? a.mean[i] : 0.0f);
+        sg = fmaf(dyv, c.xhat(xv), sg);
         sb += dyv;
     }
     if (part_g)

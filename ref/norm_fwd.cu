@@ -8,6 +8,9 @@
  * bf16 in and out, fp32 statistics and arithmetic; any n in 1..65536, any M,
  * any ld >= n.  The variance is two-pass over the cached row (never
  * E[x^2] - mu^2), so rows with |mu|/sigma up to ~1e3 keep their accuracy.
+ * Every finite bf16 row is in range: rows whose fp32 sums would overflow
+ * (max|x| beyond ~2^63, up to the bf16 maximum) or underflow (subnormal
+ * rows) are rescaled by a power of two (row_stats, ref_cuda.cuh).
  *
  * Two paths:
  *  - vectorised (n % 8 == 0, every ld % 8 == 0, every tensor 16-byte aligned):
@@ -27,6 +30,70 @@ namespace {
 constexpr int kMinCta = 128; /* threads per CTA when TPR is a warp */
 
 template <int TPR> constexpr int cta_threads() { return TPR < kMinCta ? kMinCta : TPR; }
+
+/* ---- row statistics, shared by both paths ------------------------------------------ */
+
+/* y = (x s - mu_s) r_s (g) (+ b): s = 1, mu_s = mean, r_s = rstd except on the
+ * rescaled rows (ref_cuda.cuh), where s is a power of two, mu_s = mean s and
+ * r_s = rstd / s. */
+struct RowStats {
+    float s, mu_s, r_s; /* what y uses          */
+    float mean, rstd;   /* what the forward saves */
+};
+
+/*
+ * The statistics of one row from `row`, which calls f(x_j) for the elements
+ * this thread owns, always in the same order.  Every thread of the block calls
+ * it (group reductions).  LayerNorm: two passes (mean, then centred squares);
+ * RMSNorm: one.  Rows whose sum of squares leaves the fp32 comfort range take
+ * a rare third and fourth pass on x * s (see nf_pow2_scale), with the final
+ * rstd formed in double so that neither it nor r_s is rounded twice.
+ */
+template <int TPR, bool LN, class Row>
+__device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float eps, float *scratch)
+{
+    const float fn = (float)n;
+    float mu = 0.0f;
+    if constexpr (LN) {
+        float s = 0.0f;
+        row([&](float v) { s += v; });
+        mu = nf_group_sum<TPR>(s, scratch) / fn; /* mu = (1/n) sum_j x_j */
+    }
+    float ss = 0.0f;
+    row([&](float v) {
+        const float d = LN ? v - mu : v;
+        ss = fmaf(d, d, ss);
+    });
+    ss = nf_group_sum<TPR>(ss, scratch);
+    const float rstd = 1.0f / sqrtf(ss / fn + eps); /* rstd = 1/sqrt(var + eps), RMS: ms */
+    RowStats st = {1.0f, mu, rstd, mu, rstd};
+
+    const bool rescale = nf_sum_out_of_range(ss);
+    if (nf_group_any<TPR>(rescale)) {
+        float mx = 0.0f;
+        row([&](float v) { mx = fmaxf(mx, fabsf(v)); });
+        mx = nf_group_max<TPR>(mx, scratch);
+        const float sc = rescale ? nf_pow2_scale(mx) : 1.0f;
+        float mu_s = 0.0f;
+        if constexpr (LN) {
+            float s = 0.0f;
+            row([&](float v) { s += v * sc; });
+            mu_s = nf_group_sum<TPR>(s, scratch) / fn;
+        }
+        float ss_s = 0.0f;
+        row([&](float v) {
+            const float d = LN ? v * sc - mu_s : v * sc;
+            ss_s = fmaf(d, d, ss_s);
+        });
+        ss_s = nf_group_sum<TPR>(ss_s, scratch);
+        if (sc != 1.0f) {
+            /* r_s = 1/sqrt(var_s + eps s^2) = rstd / s */
+            const double r = 1.0 / sqrt((double)ss_s / (double)n + (double)eps * sc * sc);
+            st = {sc, mu_s, (float)r, mu_s / sc, (float)(r * sc)};
+        }
+    }
+    return st;
+}
 
 /* ---- vectorised path ---------------------------------------------------------- */
 
@@ -50,69 +117,34 @@ norm_fwd_vec(const nf_norm_fwd_args a)
         xv[k] = (live && v < nv) ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC)
                                  : make_uint4(0, 0, 0, 0);
     }
-
-    float mu = 0.0f, rstd;
-    if constexpr (LN) {
-        /* mu = (1/n) sum_j x_j */
-        float s = 0.0f;
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            float f[NF_VEC];
-            nf_unpack8(xv[k], f);
-#pragma unroll
-            for (int e = 0; e < NF_VEC; ++e)
-                s += f[e];
-        }
-        mu = nf_group_sum<TPR>(s, scratch[group]) / (float)a.n;
-#pragma unroll
-        for (int k = 0; k < VPT; ++k)
-            nf_reg_fence(xv[k]);
-        /* var = (1/n) sum_j (x_j - mu)^2, over the valid vectors only */
-        float ss = 0.0f;
+    /* one pass over the cached row, valid vectors only; the fence keeps the
+     * row packed between passes (nf_reg_fence) */
+    auto cached = [&](auto &&f) {
 #pragma unroll
         for (int k = 0; k < VPT; ++k) {
             if (t + k * TPR < nv) {
-                float f[NF_VEC];
-                nf_unpack8(xv[k], f);
+                float x[NF_VEC];
+                nf_unpack8(xv[k], x);
 #pragma unroll
-                for (int e = 0; e < NF_VEC; ++e) {
-                    const float d = f[e] - mu;
-                    ss = fmaf(d, d, ss);
-                }
+                for (int e = 0; e < NF_VEC; ++e)
+                    f(x[e]);
             }
         }
-        const float var = nf_group_sum<TPR>(ss, scratch[group]) / (float)a.n;
-        rstd = 1.0f / sqrtf(var + a.eps); /* rstd = 1/sqrt(var + eps) */
 #pragma unroll
         for (int k = 0; k < VPT; ++k)
             nf_reg_fence(xv[k]);
-    } else {
-        /* ms = (1/n) sum_j x_j^2 */
-        float ss = 0.0f;
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            float f[NF_VEC];
-            nf_unpack8(xv[k], f);
-#pragma unroll
-            for (int e = 0; e < NF_VEC; ++e)
-                ss = fmaf(f[e], f[e], ss);
-        }
-        const float ms = nf_group_sum<TPR>(ss, scratch[group]) / (float)a.n;
-        rstd = 1.0f / sqrtf(ms + a.eps); /* rstd = 1/sqrt(ms + eps) */
-#pragma unroll
-        for (int k = 0; k < VPT; ++k)
-            nf_reg_fence(xv[k]);
-    }
+    };
+    const RowStats st = row_stats<TPR, LN>(cached, a.n, a.eps, scratch[group]);
     if (!live)
         return;
     if (t == 0) {
         if (a.rstd)
-            a.rstd[row] = rstd;
+            a.rstd[row] = st.rstd;
         if (LN && a.mean)
-            a.mean[row] = mu;
+            a.mean[row] = st.mean;
     }
 
-    /* y = (x - mu) * rstd * g + b   (RMSNorm: mu = 0, no b) */
+    /* y = (x s - mu_s) * r_s * g + b   (RMSNorm: no mu, no b) */
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
         const int v = t + k * TPR;
@@ -126,7 +158,7 @@ norm_fwd_vec(const nf_norm_fwd_args a)
             nf_unpack8(nf_ldg8(a.b + (int64_t)v * NF_VEC), bf);
 #pragma unroll
         for (int e = 0; e < NF_VEC; ++e) {
-            float yv = (f[e] - mu) * rstd;
+            float yv = (LN ? f[e] * st.s - st.mu_s : f[e] * st.s) * st.r_s;
             if (a.g)
                 yv *= gf[e];
             if (LN && a.b)
@@ -151,39 +183,24 @@ norm_fwd_scalar(const nf_norm_fwd_args a)
     const nf_bf16 *x = a.x + (live ? row : 0) * a.ldx;
     const int64_t n = live ? a.n : 0;
 
-    float mu = 0.0f, rstd;
-    if constexpr (LN) {
-        float s = 0.0f;
+    /* one pass over the row through the cache */
+    auto strided = [&](auto &&f) {
         for (int64_t j = t; j < n; j += TPR)
-            s += nf_ld(x, j);
-        mu = nf_group_sum<TPR>(s, scratch[group]) / (float)a.n; /* mu = mean_j x_j */
-        float ss = 0.0f;
-        for (int64_t j = t; j < n; j += TPR) {
-            const float d = nf_ld(x, j) - mu;
-            ss = fmaf(d, d, ss);
-        }
-        const float var = nf_group_sum<TPR>(ss, scratch[group]) / (float)a.n;
-        rstd = 1.0f / sqrtf(var + a.eps);
-    } else {
-        float ss = 0.0f;
-        for (int64_t j = t; j < n; j += TPR) {
-            const float v = nf_ld(x, j);
-            ss = fmaf(v, v, ss);
-        }
-        const float ms = nf_group_sum<TPR>(ss, scratch[group]) / (float)a.n;
-        rstd = 1.0f / sqrtf(ms + a.eps);
-    }
+            f(nf_ld(x, j));
+    };
+    const RowStats st = row_stats<TPR, LN>(strided, a.n, a.eps, scratch[group]);
     if (!live)
         return;
     if (t == 0) {
         if (a.rstd)
-            a.rstd[row] = rstd;
+            a.rstd[row] = st.rstd;
         if (LN && a.mean)
-            a.mean[row] = mu;
+            a.mean[row] = st.mean;
     }
     nf_bf16 *y = a.y + row * a.ldy;
     for (int64_t j = t; j < n; j += TPR) {
-        float yv = (nf_ld(x, j) - mu) * rstd;
+        const float xv = nf_ld(x, j);
+        float yv = (LN ? xv * st.s - st.mu_s : xv * st.s) * st.r_s;
         if (a.g)
             yv *= nf_ld(a.g, j);
         if (LN && a.b)

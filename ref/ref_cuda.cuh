@@ -73,30 +73,17 @@ __device__ __forceinline__ void nf_stg8(nf_bf16 *p, const uint4 &v)
 
 /* ---- reductions ---------------------------------------------------------------- */
 
-__device__ __forceinline__ float nf_warp_sum(float v)
+/* Reduce v over the GROUP threads (a multiple of 32, or 32) that share a row
+ * with op (+ or max).  scratch: GROUP/32 floats per group, distinct per
+ * group; every thread of the block must call it (it synchronises the block
+ * when GROUP > 32).  The result is the same on every thread of the group and
+ * the order of the operations is fixed (deterministic). */
+template <int GROUP, class Op>
+__device__ __forceinline__ float nf_group_reduce(float v, float *scratch, Op op)
 {
 #pragma unroll
     for (int o = NF_WARP / 2; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ __forceinline__ float nf_warp_max(float v)
-{
-#pragma unroll
-    for (int o = NF_WARP / 2; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
-/* Sum over the GROUP threads (a multiple of 32, or 32) that share a row.
- * scratch: GROUP/32 floats per group, distinct per group; every thread of the
- * block must call it (it synchronises the block when GROUP > 32). The result
- * is the same on every thread of the group and the order of the adds is
- * fixed (deterministic). */
-template <int GROUP>
-__device__ __forceinline__ float nf_group_sum(float v, float *scratch)
-{
-    v = nf_warp_sum(v);
+        v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
     if constexpr (GROUP > NF_WARP) {
         constexpr int WARPS = GROUP / NF_WARP;
         const int lane = threadIdx.x % NF_WARP, warp = (threadIdx.x % GROUP) / NF_WARP;
@@ -104,12 +91,73 @@ __device__ __forceinline__ float nf_group_sum(float v, float *scratch)
         if (lane == 0)
             scratch[warp] = v;
         __syncthreads();
-        v = 0.0f;
+        v = scratch[0];
 #pragma unroll
-        for (int w = 0; w < WARPS; ++w)
-            v += scratch[w];
+        for (int w = 1; w < WARPS; ++w)
+            v = op(v, scratch[w]);
     }
     return v;
+}
+struct NfAdd { __device__ float operator()(float a, float b) const { return a + b; } };
+struct NfMax { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+/* max that keeps NaN (fmaxf returns the other operand): a NaN score must make
+ * the softmax row NaN, not vanish from its running max */
+__device__ __forceinline__ float nf_max_keep_nan(float a, float b)
+{
+    return (isnan(a) || isnan(b)) ? a + b : fmaxf(a, b);
+}
+struct NfMaxKeepNaN { __device__ float operator()(float a, float b) const { return nf_max_keep_nan(a, b); } };
+
+template <int GROUP> __device__ __forceinline__ float nf_group_sum(float v, float *scratch)
+{
+    return nf_group_reduce<GROUP>(v, scratch, NfAdd());
+}
+__device__ __forceinline__ float nf_warp_sum(float v) { return nf_group_reduce<NF_WARP>(v, nullptr, NfAdd()); }
+__device__ __forceinline__ float nf_warp_max_keep_nan(float v) { return nf_group_reduce<NF_WARP>(v, nullptr, NfMaxKeepNaN()); }
+/* max over the group; fmaxf: a NaN loses to any number (callers check NaN apart) */
+template <int GROUP> __device__ __forceinline__ float nf_group_max(float v, float *scratch)
+{
+    return nf_group_reduce<GROUP>(v, scratch, NfMax());
+}
+/* p is uniform over each group: true on every thread when it holds for any
+ * group of the block.  Lets a rare branch that calls nf_group_* stay uniform
+ * over the block (GROUP > 32 synchronises it); a warp group decides alone. */
+template <int GROUP> __device__ __forceinline__ bool nf_group_any(bool p)
+{
+    if constexpr (GROUP > NF_WARP)
+        return __syncthreads_or(p) != 0;
+    else
+        return p;
+}
+
+/* ---- rows outside the fp32 range of their sums ------------------------------------ */
+
+/*
+ * A row's fp32 sum of squares overflows once max|x| passes ~2^63 (bf16 reaches
+ * 2^128) and loses its terms to underflow below ~2^-63 (bf16 subnormals reach
+ * 2^-133).  Kernels compute the sum as usual and, only for rows whose sum
+ * left [kNfSumMin, kNfSumMax] (or is Inf/NaN), redo it on x * s with
+ * s = 2^-ilogb(max|x|): max|x s| is in [1, 2), every square and every sum of
+ * up to 2^16 of them is a normal fp32, and a power-of-two scale is exact.
+ * Rows inside the range never take the slow path, so their results are
+ * bitwise those of the plain sums.
+ */
+#define NF_SUM_MAX 0x1p100f
+#define NF_SUM_MIN 0x1p-100f
+
+__device__ __forceinline__ bool nf_sum_out_of_range(float sum)
+{
+    return !(sum <= NF_SUM_MAX) || sum < NF_SUM_MIN; /* NaN included */
+}
+/* 2^-ilogb(m), the exponent clamped to +-126 so the scale is a normal fp32;
+ * 1 where scaling cannot help (m zero, Inf or NaN). */
+__device__ __forceinline__ float nf_pow2_scale(float m)
+{
+    if (!(m > 0.0f) || isinf(m))
+        return 1.0f;
+    int e = ilogbf(m);
+    e = e < -126 ? -126 : e > 126 ? 126 : e;
+    return __int_as_float((127 - e) << 23);
 }
 
 #endif /* NF_REF_CUDA_CUH */

@@ -123,7 +123,8 @@ dq_kernel(const BwdParams p)
             if (vis)
                 ds = softmax ? expf(s - lse) * (dp - delta)  /* dS = P (dP - Delta) */
                              : dp * act_grad(p.act, s);      /* dS = dP act'(S)     */
-            for (int jj = 0; jj < kTile; ++jj) {
+            /* masked keys contribute nothing, not 0 * K (a NaN/Inf there stays out) */
+            for (int jj = 0; jj < kTile && kt + jj < jlim; ++jj) {
                 const float db = __shfl_sync(0xffffffffu, ds, jj);
 #pragma unroll
                 for (int c = 0; c < kMaxDPerLane; ++c) {
@@ -222,7 +223,10 @@ dkv_kernel(const BwdParams p)
                     ds = dp * act_grad(p.act, s);        /* dS = dP act'(S) */
                 }
             }
-            for (int ii = 0; ii < kTile; ++ii) {
+            /* only the queries that see key j: a masked pair contributes nothing,
+             * not 0 * Qn_i (a NaN query row must not reach the keys it cannot see) */
+            const int ii0 = imin_own > it ? imin_own - it : 0;
+            for (int ii = ii0; ii < kTile && it + ii < sq.Lq; ++ii) {
                 const float pb = __shfl_sync(0xffffffffu, pr, ii);
                 const float db = __shfl_sync(0xffffffffu, ds, ii);
 #pragma unroll

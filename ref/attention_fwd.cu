@@ -94,7 +94,8 @@ attention_fwd_kernel(const FwdParams p)
             const float s = p.scale * dot;
             float pj;
             if (softmax) {
-                const float m_new = fmaxf(m, nf_warp_max(vis ? s : -INFINITY));
+                /* a NaN score (NaN/Inf in Q, K or the scale) makes the row NaN, as in the oracle */
+                const float m_new = nf_max_keep_nan(m, nf_warp_max_keep_nan(vis ? s : -INFINITY));
                 if (m_new == -INFINITY)
                     continue; /* nothing visible yet */
                 const float corr = expf(m - m_new); /* exp(m_old - m_new); 0 when m_old = -inf */
@@ -108,7 +109,8 @@ attention_fwd_kernel(const FwdParams p)
                 pj = vis ? act_fwd(p.act, s) : 0.0f; /* masked: p = 0 */
             }
             /* acc[d] += sum_j p_j V[j][d] */
-            for (int jj = 0; jj < kTile; ++jj) {
+            /* masked keys contribute nothing, not 0 * V (a NaN/Inf there stays out) */
+            for (int jj = 0; jj < kTile && kt + jj < jlim; ++jj) {
                 const float pb = __shfl_sync(0xffffffffu, pj, jj);
 #pragma unroll
                 for (int c = 0; c < kMaxDPerLane; ++c) {
@@ -120,8 +122,9 @@ attention_fwd_kernel(const FwdParams p)
         }
         if (!valid)
             continue;
-        /* O = acc / l (softmax; 0 when no key is visible), lse = m + log l */
-        const float inv_l = (softmax && l > 0.0f) ? 1.0f / l : 0.0f;
+        /* O = acc / l (softmax; 0 when no key is visible: l = 0), lse = m + log l;
+         * l != 0 rather than l > 0 so that a NaN row stays NaN */
+        const float inv_l = (softmax && l != 0.0f) ? 1.0f / l : 0.0f;
         nf_bf16 *o = p.O + (sq.q0 + i) * p.ldo + (int64_t)h * D;
 #pragma unroll
         for (int c = 0; c < kMaxDPerLane; ++c) {
@@ -130,7 +133,7 @@ attention_fwd_kernel(const FwdParams p)
                 o[d] = nf_to_bf16(softmax ? acc[c] * inv_l : acc[c]);
         }
         if (softmax && p.lse && lane == 0)
-            p.lse[(int64_t)h * p.Tq + sq.q0 + i] = l > 0.0f ? m + logf(l) : -INFINITY;
+            p.lse[(int64_t)h * p.Tq + sq.q0 + i] = l != 0.0f ? m + logf(l) : -INFINITY;
     }
 }
 

@@ -43,7 +43,8 @@
  * results are deterministic run to run.
  *
  * Epilogue: ss_i = both halves; rstd_i = 1/sqrt(ss_i/K + eps) (correctly
- * rounded sqrt and division); y = bf16(acc * rstd_i) -> 128B-swizzled smem
+ * rounded sqrt and division); y = bf16(acc * rstd_i), NaN on rows whose ss
+ * overflowed (the domain limit of the lazy form, normfuse.h) -> 128B-swizzled smem
  * (conflict-free stores) -> TMA store of 64x64 boxes.  rstd is written once
  * per row, by the CTA of N-tile 0.
  *
@@ -238,7 +239,10 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
     const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
     const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
     if (tid % kRowThreads == 0) {
-        s.rstd[cw * kWgmmaM + local] = rstd;
+        /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
+         * is outside the lazy form's range: its Y is NaN, never acc * 0
+         * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
+        s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
         if (write_rstd && m0 + row < M)
             rstd_out[m0 + row] = rstd;
     }

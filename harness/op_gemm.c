@@ -8,9 +8,11 @@
  * oracle, rounded to fp32); the post-norm backward takes h as an input of
  * its own (drawn by the case's distribution), as its contract defines.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bf16.h"
 #include "budget.h"
 #include "ops.h"
 
@@ -208,10 +210,35 @@ static int post_fwd_layout(nf_case_data *d, char *err, size_t n)
     return 0;
 }
 
+/* Post-norm normalises h = X W (+ c)(+ R), not X, so under the near-maximum
+ * distribution h is what must approach the top of bf16's range: X, drawn
+ * near the maximum, is scaled by a power of two so that K max|X| max|W| <=
+ * 2^126.  |h| then stays inside bf16's range whatever the signs (a GEMM
+ * accumulating in fp32 cannot do better), while its sums of squares
+ * overflow fp32 many times over. */
+static void scale_x_to_h_range(nf_case_data *d)
+{
+    nf_tensor *x = nf_case_tensor(d, "X"), *w = nf_case_tensor(d, "W");
+    double mw = 0.0;
+    for (int64_t i = 0; i < w->rows; ++i)
+        for (int64_t j = 0; j < w->cols; ++j)
+            mw = fmax(mw, fabs(nf_bf16_to_double(((nf_bf16 *)w->host)[i * w->ld + j])));
+    const int shift = (int)ceil(log2((double)d->c.K * mw * NF_BF16_MAX)) - 126;
+    if (shift <= 0)
+        return;
+    for (int64_t i = 0; i < x->rows; ++i)
+        for (int64_t j = 0; j < x->cols; ++j) {
+            nf_bf16 *v = (nf_bf16 *)x->host + i * x->ld + j;
+            *v = nf_double_to_bf16(ldexp(nf_bf16_to_double(*v), -shift)); /* exact */
+        }
+}
+
 static void post_fwd_generate(nf_case_data *d, nf_hrng *r)
 {
     nf_fill_activation(r, nf_case_tensor(d, "X"), d->c.dist);
     fill_weight(d, r, "W", nf_weight_scale(d->c.K), 0.0);
+    if (d->c.dist == NF_IN_NEAR_BF16_MAX)
+        scale_x_to_h_range(d);
     fill_weight(d, r, "c", 1.0, 0.0);
     fill_weight(d, r, "R", 1.0, 0.0);
     fill_weight(d, r, "g", WEIGHT_SPREAD, 1.0);

@@ -23,8 +23,22 @@ enum nf_entry_flags {
     NF_ENTRY_NONDETERMINISTIC = 1 << 0, /* repeated runs may differ bitwise     */
     NF_ENTRY_TMA_LAYOUT = 1 << 1,       /* needs ld % 8 == 0 and 16-byte bases  */
     NF_ENTRY_INCUMBENT = 1 << 2,        /* the unfused reference of its op      */
-    NF_ENTRY_SELFTEST = 1 << 3          /* a planted bug: must FAIL the harness */
+    NF_ENTRY_SELFTEST = 1 << 3,         /* a planted bug: must FAIL the harness */
+    NF_ENTRY_FLUSHES_SUBNORMALS = 1 << 4 /* treats subnormals as zero (a vendor's
+                                           choice): subnormal-input cases are
+                                           reported as unsupported, not judged */
 };
+
+struct nf_case_data;
+/* The inputs an implementation does not cover by design, declared so the
+ * harness judges what it does there instead of skipping the case: on a row
+ * outside the range, every element of each per-row output must equal
+ * value(output name) exactly (NaN: must be NaN). */
+typedef struct nf_domain {
+    const char *what; /* one line: which rows, and what the kernel gives there */
+    int (*outside)(const struct nf_case_data *d, int64_t row);
+    double (*value)(const char *output);
+} nf_domain;
 
 struct nf_entry;
 /* args: the op's public args struct (nf_norm_fwd_args, ...), device pointers. */
@@ -43,6 +57,7 @@ typedef struct nf_entry {
     nf_entry_cluster_fn set_cluster;
     nf_entry_launch_fn launch; /* NULL: the public launcher of `op` with `impl` */
     const char *note;        /* one line for reports                            */
+    const nf_domain *domain; /* NULL: every input is in range                   */
 } nf_entry;
 
 int nf_registry_count(void);

@@ -204,6 +204,13 @@ nf_status nf_case_execute(nf_context *ctx, const nf_entry *e, nf_case_data *d, n
     r->verdict = NF_V_PASS;
     r->status = NF_OK;
     r->message[0] = '\0';
+    r->entry = e;
+    if ((e->flags & NF_ENTRY_FLUSHES_SUBNORMALS) && d->c.dist == NF_IN_SUBNORMAL) {
+        r->verdict = NF_V_UNSUPPORTED;
+        r->status = NF_ERR_UNSUPPORTED_SHAPE;
+        set_msg(r, "%s flushes subnormals to zero by design; subnormal inputs are not judged", e->name);
+        return r->status;
+    }
     for (int i = 0; i < d->nt; ++i) {
         nf_tensor *t = &d->t[i];
         if (t->rows == 0)
@@ -315,6 +322,61 @@ static int compute_oracle(nf_case_data *d, const nf_run_opts *o, nf_case_result 
     return 0;
 }
 
+/* Rows outside the entry's declared range (registry.h nf_domain) are judged
+ * against the values the entry declares there: their want rows are swapped
+ * for those values (allowed 0) for the comparison, the oracle's kept in
+ * saved[] and put back by restore_domain. */
+static int apply_domain(nf_case_data *d, nf_case_result *r, double *saved[][2])
+{
+    r->outside_rows = 0;
+    const nf_domain *dom = r->entry ? r->entry->domain : NULL;
+    if (!dom)
+        return 0;
+    int64_t rows = 0;
+    for (int k = 0; k < d->nt && !rows; ++k)
+        if (d->t[k].is_output && d->t[k].per_row)
+            rows = d->t[k].rows;
+    for (int64_t i = 0; i < rows; ++i) {
+        if (!dom->outside(d, i))
+            continue;
+        ++r->outside_rows;
+        for (int k = 0; k < d->nt; ++k) {
+            nf_tensor *t = &d->t[k];
+            if (!t->is_output || !t->per_row || t->rows != rows)
+                continue;
+            const size_t bytes = (size_t)(t->rows * t->cols) * sizeof(double);
+            if (!saved[k][0]) {
+                saved[k][0] = malloc(bytes);
+                saved[k][1] = malloc(bytes);
+                if (!saved[k][0] || !saved[k][1])
+                    return -1;
+                memcpy(saved[k][0], t->want, bytes);
+                memcpy(saved[k][1], t->allowed, bytes);
+            }
+            const double v = dom->value(t->name);
+            for (int64_t j = 0; j < t->cols; ++j) {
+                t->want[i * t->cols + j] = v;
+                t->allowed[i * t->cols + j] = 0.0;
+            }
+        }
+    }
+    return 0;
+}
+
+static void restore_domain(nf_case_data *d, double *saved[][2])
+{
+    for (int k = 0; k < d->nt; ++k) {
+        nf_tensor *t = &d->t[k];
+        if (saved[k][0]) {
+            const size_t bytes = (size_t)(t->rows * t->cols) * sizeof(double);
+            memcpy(t->want, saved[k][0], bytes);
+            memcpy(t->allowed, saved[k][1], bytes);
+        }
+        free(saved[k][0]);
+        free(saved[k][1]);
+    }
+}
+
 int nf_case_judge(nf_case_data *d, const nf_run_opts *o, nf_case_result *r)
 {
     if (!d->oracle_done && compute_oracle(d, o, r) != 0) {
@@ -323,6 +385,13 @@ int nf_case_judge(nf_case_data *d, const nf_run_opts *o, nf_case_result *r)
     }
     r->oracle = d->oracle_used;
     r->nout = 0;
+    double *saved[NF_MAX_TENSORS][2] = {{NULL}};
+    if (apply_domain(d, r, saved) != 0) {
+        restore_domain(d, saved);
+        set_msg(r, "host allocation for the domain rows failed");
+        r->verdict = NF_V_ERROR;
+        return -1;
+    }
     int pass = 1;
     for (int k = 0; k < d->nt && r->nout < NF_MAX_OUTPUTS; ++k) {
         nf_tensor *t = &d->t[k];
@@ -340,6 +409,7 @@ int nf_case_judge(nf_case_data *d, const nf_run_opts *o, nf_case_result *r)
                                        &out->st);
         pass &= out->pass;
     }
+    restore_domain(d, saved);
     if (d->npoison_outside > 0) {
         set_msg(r, "%lld padding elements between rows were overwritten (out-of-bounds writes)",
                 (long long)d->npoison_outside);
@@ -383,6 +453,9 @@ void nf_case_result_print(FILE *f, const nf_entry *e, const nf_case *c, const nf
     nf_case_describe(c, desc, sizeof desc);
     fprintf(f, "%s %s %s seed=%llu: %s%s%s\n", e->name, shape, desc, (unsigned long long)c->seed,
             nf_verdict_name(r->verdict), r->message[0] ? ": " : "", r->message);
+    if (r->outside_rows > 0)
+        fprintf(f, "  %lld rows outside %s's range (%s), judged against those values\n",
+                (long long)r->outside_rows, e->name, e->domain->what);
     for (int k = 0; k < r->nout; ++k) {
         char label[96];
         snprintf(label, sizeof label, "  %s%s", r->out[k].name, r->out[k].pass ? "" : " [FAIL]");

@@ -85,6 +85,8 @@ typedef struct nf_case_result {
     double kernel_ms;        /* CUDA-event time of the launch                   */
     double oracle_s;         /* host time of oracle + budget                    */
     nf_oracle_kind oracle;
+    const nf_entry *entry;   /* the entry nf_case_execute ran (its domain)      */
+    int64_t outside_rows;    /* rows judged against the entry's domain values   */
 } nf_case_result;
 
 typedef struct nf_run_opts {

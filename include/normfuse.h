@@ -196,7 +196,12 @@ typedef struct nf_prenorm_gemm_bwd_args {
 } nf_prenorm_gemm_bwd_args;
 
 /* Forward: NF_IMPL_FUSED or NF_IMPL_REF (RMSNorm then cuBLASLt).
- * Backward: NF_IMPL_REF. */
+ * Backward: NF_IMPL_REF.
+ * Range: REF takes every finite bf16 row (its RMSNorm rescales rows whose
+ * sums would overflow).  FUSED computes A Wg in fp32 before rstd can scale
+ * it, so a row whose fp32 sum of squares overflows (finite values beyond
+ * ~2^63 in magnitude) is outside its range: that row's Y is NaN and its rstd
+ * is 1/sqrt(Inf) = 0, never a silently wrong finite Y. */
 nf_status nf_prenorm_gemm_fwd(nf_context *ctx, nf_impl impl,
                               const nf_prenorm_gemm_fwd_args *args);
 nf_status nf_prenorm_gemm_bwd(nf_context *ctx, nf_impl impl,

@@ -23,10 +23,7 @@ enum nf_entry_flags {
     NF_ENTRY_NONDETERMINISTIC = 1 << 0, /* repeated runs may differ bitwise     */
     NF_ENTRY_TMA_LAYOUT = 1 << 1,       /* needs ld % 8 == 0 and 16-byte bases  */
     NF_ENTRY_INCUMBENT = 1 << 2,        /* the unfused reference of its op      */
-    NF_ENTRY_SELFTEST = 1 << 3,         /* a planted bug: must FAIL the harness */
-    NF_ENTRY_FLUSHES_SUBNORMALS = 1 << 4 /* treats subnormals as zero (a vendor's
-                                           choice): subnormal-input cases are
-                                           reported as unsupported, not judged */
+    NF_ENTRY_SELFTEST = 1 << 3          /* a planted bug: must FAIL the harness */
 };
 
 struct nf_case_data;
@@ -58,6 +55,11 @@ typedef struct nf_entry {
     nf_entry_launch_fn launch; /* NULL: the public launcher of `op` with `impl` */
     const char *note;        /* one line for reports                            */
     const nf_domain *domain; /* NULL: every input is in range                   */
+    /* Input distributions the entry is not judged on (bit 1u << nf_input_dist):
+     * a vendor library's own limits, which normfuse cannot change.  Such
+     * cases come back NF_V_UNSUPPORTED with unjudged_why: visible, counted. */
+    unsigned unjudged_dists;
+    const char *unjudged_why;
 } nf_entry;
 
 int nf_registry_count(void);

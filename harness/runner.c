@@ -205,10 +205,10 @@ nf_status nf_case_execute(nf_context *ctx, const nf_entry *e, nf_case_data *d, n
     r->status = NF_OK;
     r->message[0] = '\0';
     r->entry = e;
-    if ((e->flags & NF_ENTRY_FLUSHES_SUBNORMALS) && d->c.dist == NF_IN_SUBNORMAL) {
+    if (e->unjudged_dists & (1u << d->c.dist)) {
         r->verdict = NF_V_UNSUPPORTED;
         r->status = NF_ERR_UNSUPPORTED_SHAPE;
-        set_msg(r, "%s flushes subnormals to zero by design; subnormal inputs are not judged", e->name);
+        set_msg(r, "%s is not judged on %s inputs: %s", e->name, nf_dist_name(d->c.dist), e->unjudged_why);
         return r->status;
     }
     for (int i = 0; i < d->nt; ++i) {

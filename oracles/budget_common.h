@@ -24,7 +24,13 @@
  *                 gelu_tanh'' <= 0.80: 1.0 bounds them all;
  *   u_b           each rounding to bf16 of an intermediate in the unfused
  *                 pipeline (normalised activations, h, Wg = bf16(g W), Qn,
- *                 P, O, dS, gradients passed between stages).
+ *                 P, O, dS, gradients passed between stages);
+ *   NF_ETA_B      the absolute part of that rounding where the value is a
+ *                 bf16 subnormal (|fl(v) - v| <= u_b |v| + eta_b, eta_b =
+ *                 half the subnormal spacing 2^-133): gradients of rows near
+ *                 the top of the range (rstd ~ 2^-120) live there.  Counted
+ *                 where such an intermediate feeds a GEMM (post-norm dh,
+ *                 pre-norm dN, post-norm h).
  * The allowance is ulp(y*) + NF_BUDGET_C * bound; ulp(y*) pays for the final
  * rounding of the output.  NF_BUDGET_C = 2: slack for the second-order
  * terms and for bounds that are tight only up to rounding of the bound
@@ -43,6 +49,7 @@
 #define NF_EXP_ULPS 4.0
 #define NF_ACT_ULPS 4.0
 #define NF_ACT_D2_MAX 1.0
+#define NF_ETA_B 0x1p-134
 #define NF_BUDGET_C 2.0
 
 /* spacing of fp32 at y (ulp_f), subnormal spacing 2^-149 at the bottom */

@@ -13,14 +13,14 @@
  *   accumulation; rel_rstd: the row statistic, budget_common.h).
  * Pre-norm backward, n = A rstd, dN = dY W^T, t = dN g:
  *   dN is rounded to bf16 between the GEMM and the norm backward:
- *     ddN = (u_b + gamma_N(2u_f)) (|dY| |W|^T)
+ *     ddN = (u_b + gamma_N(2u_f)) (|dY| |W|^T) + eta_b
  *   dn = (rel_rstd + u_f) |n|;  dt = |g| ddN + u_f |t|
  *   dA: nf_bnd_norm_bwd_row (RMS, xh = n)
  *   dg_k = sum_i dN n:  sum_i (ddN |n| + |dN| dn) + gamma_M(u_f) sum_i |dN n|
  *   dW = (n g)^T dY with bf16(n g) and fp32 accumulation over M:
  *     sum_i (u_b + rel_rstd_i + 2u_f + gamma_M(2u_f)) |n_ik g_k| |dY_ij|
  * Post-norm forward, h = X W + c + R, Y = norm(h):
- *   dh = gamma_{K+2}(2u_f) (|X||W| + |c| + |R|) + u_b |h|  (h rounded to bf16
+ *   dh = gamma_{K+2}(2u_f) (|X||W| + |c| + |R|) + u_b |h| + eta_b  (h rounded to bf16
  *   between the GEMM and the norm in the unfused pipeline); to first order
  *   xh moves by rstd (Delta h - [LN] mean Delta h) - xh rstd mean(xh Delta h),
  *   so |Delta xh_j| <= rstd (dh_j + [LN] mean dh + |xh_j| mean(|xh| dh)) plus
@@ -28,7 +28,7 @@
  *   h output: gamma_{K+2}(2u_f)(|X||W| + |c| + |R|);  mean: mean dh + dmu;
  *   rstd: rstd^2 mean(|xh| dh) + rel_rstd rstd.
  * Post-norm backward (h given, exact): dh from nf_bnd_norm_bwd_row, then dh
- *   is rounded to bf16 (u_b |dh|) before the two GEMMs:
+ *   is rounded to bf16 (u_b |dh| + eta_b) before the two GEMMs:
  *   dX = (ddh' + gamma_N(2u_f)|dh|) |W|^T;  dW = |X|^T (ddh' + gamma_M(2u_f)|dh|)
  *   dc = sum_i (ddh' + gamma_M(u_f)|dh|);  dg, db as the standalone norm.
  */
@@ -143,7 +143,7 @@ int nf_budget_prenorm_gemm_bwd(const nf_prenorm_gemm_bwd_args *a, const nf_oracl
                 for (int64_t k = 0; k < K; ++k) {
                     const double g = nf_ld_opt(a->g, k, 1.0);
                     t[k] = dN[i * K + k] * g;                             /* t = dN g */
-                    dt[k] = fabs(g) * cdN * F[i * K + k] + NF_U_F * fabs(t[k]);
+                    dt[k] = fabs(g) * (cdN * F[i * K + k] + NF_ETA_B) + NF_U_F * fabs(t[k]);
                     dn[k] = (rel[i] + NF_U_F) * fabs(n[i * K + k]);
                 }
                 nf_bnd_norm_bwd_row(NF_NORM_RMS, K, t, dt, n + i * K, dn, rstd[i], rel[i], dx, ddx);
@@ -158,7 +158,7 @@ int nf_budget_prenorm_gemm_bwd(const nf_prenorm_gemm_bwd_args *a, const nf_oracl
             double b = 0, s = 0;
             for (int64_t i = 0; i < M; ++i) {
                 const double nv = fabs(n[i * K + k]), dv = fabs(dN[i * K + k]);
-                b += cdN * F[i * K + k] * nv + dv * (rel[i] + NF_U_F) * nv;
+                b += (cdN * F[i * K + k] + NF_ETA_B) * nv + dv * (rel[i] + NF_U_F) * nv;
                 s += dv * nv;
             }
             allowed->dg[k] = nf_allow_b(want->dg[k], b + nf_gamma((double)M, NF_U_F) * s);
@@ -221,7 +221,7 @@ int nf_budget_postnorm_gemm_fwd(const nf_postnorm_gemm_fwd_args *a, const nf_ora
                 const double c = nf_ld_opt(a->c, j, 0.0), R = a->R ? nf_ld(a->R, a->ldr, i, j) : 0.0;
                 hi[j] += c + R;                                        /* h = X W + c + R */
                 Gi[j] += fabs(c) + fabs(R);
-                dh[j] = cacc * Gi[j] + NF_U_B * fabs(hi[j]);
+                dh[j] = cacc * Gi[j] + NF_U_B * fabs(hi[j]) + NF_ETA_B;
             }
             nf_row_bound s;
             nf_bnd_norm_row(a->kind, N, hi, (double)a->eps, xh, dxh, &s);
@@ -305,7 +305,7 @@ int nf_budget_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_ora
             fail = 1;
         } else {
             const double c = NF_U_B + nf_gamma((double)N, NF_ACC_U);
-            for (int64_t q = 0; q < M * N; ++q) Z[q] = ddh[q] + c * fabs(dh[q]);
+            for (int64_t q = 0; q < M * N; ++q) Z[q] = ddh[q] + c * fabs(dh[q]) + NF_ETA_B;
             nf_dgemm(M, K, N, Z, N, Wta, K, B, K, mask);
             for (int64_t i = 0; i < M; ++i)
                 if (mask[i])
@@ -320,7 +320,7 @@ int nf_budget_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_ora
             fail = 1;
         } else {
             const double c = NF_U_B + nf_gamma((double)M, NF_ACC_U);
-            for (int64_t q = 0; q < M * N; ++q) Z[q] = ddh[q] + c * fabs(dh[q]);
+            for (int64_t q = 0; q < M * N; ++q) Z[q] = ddh[q] + c * fabs(dh[q]) + NF_ETA_B;
             nf_dgemm(K, N, M, Xta, M, Z, N, B, N, NULL);
             for (int64_t q = 0; q < K * N; ++q) allowed->dW[q] = nf_allow_b(want->dW[q], B[q]);
         }
@@ -334,7 +334,7 @@ int nf_budget_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_ora
             for (int64_t i = 0; i < M; ++i) {
                 const double dy = fabs(nf_ld(a->dY, a->lddy, i, j));
                 const int64_t q = i * N + j;
-                bc += ddh[q] + NF_U_B * fabs(dh[q]);
+                bc += ddh[q] + NF_U_B * fabs(dh[q]) + NF_ETA_B;
                 sc += fabs(dh[q]);
                 bg += dy * dxh[q];
                 sg += dy * fabs(xh[q]);

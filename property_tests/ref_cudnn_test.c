@@ -15,8 +15,10 @@
  * not say which side moved when they disagree.
  *
  * cuDNN may decline a shape (NF_ERR_UNSUPPORTED_SHAPE -> verdict
- * UNSUPPORTED): that is logged with cr_log_warn and counted; the ref side is
- * still judged.  If cuDNN declines EVERY shape of a direction the wrapper is
+ * UNSUPPORTED): that is logged with cr_log_info and counted; the ref side is
+ * still judged.  (Not cr_log_warn: Criterion 2.4 exits 1 after any warning,
+ * even with every test passing, and the expected declines of padded rows made
+ * this executable fail CTest on the H200 for that reason alone.)  If cuDNN declines EVERY shape of a direction the wrapper is
  * broken, not the shape, and the test fails.
  *
  * Shapes are small (M n <= 2^15) so MPFR judges every element; n spans
@@ -172,7 +174,7 @@ static void run_case(nf_context *ctx, const nf_entry *vendor, const nf_entry *re
         vendor_ran = 1;
     }
     if (rv.verdict == NF_V_UNSUPPORTED) {
-        cr_log_warn("cuDNN declined %s: %s", what, rv.message);
+        cr_log_info("cuDNN declined %s: %s", what, rv.message);
         tl->declined++;
     } else {
         if (rv.verdict != NF_V_PASS)

@@ -69,7 +69,7 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
     RowStats st = {1.0f, mu, rstd, mu, rstd};
 
     const bool rescale = nf_sum_out_of_range(ss);
-    if (nf_group_any<TPR>(rescale)) {
+    if (nf_group_any<TPR, cta_threads<TPR>() / TPR>(rescale)) {
         float mx = 0.0f;
         row([&](float v) { mx = fmaxf(mx, fabsf(v)); });
         mx = nf_group_max<TPR>(mx, scratch);

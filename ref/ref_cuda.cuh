@@ -121,10 +121,12 @@ template <int GROUP> __device__ __forceinline__ float nf_group_max(float v, floa
 }
 /* p is uniform over each group: true on every thread when it holds for any
  * group of the block.  Lets a rare branch that calls nf_group_* stay uniform
- * over the block (GROUP > 32 synchronises it); a warp group decides alone. */
-template <int GROUP> __device__ __forceinline__ bool nf_group_any(bool p)
+ * over the block.  Only several groups of more than a warp in one block need
+ * a barrier for it; a warp group, or a group that is the whole block, decides
+ * alone. */
+template <int GROUP, int GROUPS_PER_BLOCK> __device__ __forceinline__ bool nf_group_any(bool p)
 {
-    if constexpr (GROUP > NF_WARP)
+    if constexpr (GROUP > NF_WARP && GROUPS_PER_BLOCK > 1)
         return __syncthreads_or(p) != 0;
     else
         return p;

@@ -18,15 +18,15 @@
  * loop alone moved it by less than the run-to-run spread (160 vs 162 us).
  *
  * Paths:
- *  - vectorised, n <= 4096: as below, but the persistent row loop is
- *    software-pipelined (norm_bwd_pipe): the next row's x/dy loads are in
- *    flight while the current row is reduced and stored.
- *  - vectorised, 4096 < n <= 16384 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
+ *  - vectorised, n <= 16384 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
  *    dx, g): persistent CTAs; a group of TPR threads owns a row, caches x and
  *    dy in registers (read once), reduces the two row sums, writes dx, and
  *    keeps its columns' dg/db contributions in registers across all the rows
  *    it visits.  At the end the row groups of a CTA are combined through
  *    shared memory in a fixed order and the CTA writes one partial row.
+ *    Where measured faster (launch_vec_by_n) the row loop is software-
+ *    pipelined instead (norm_bwd_pipe): the next row's x/dy loads are in
+ *    flight while the current row is reduced and stored.
  *  - vectorised, 16384 < n <= 32768: the same row kernel without the dg/db
  *    registers (they would spill), then a column-partial kernel that re-reads
  *    x and dy once for dg/db.
@@ -519,13 +519,6 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return ACC ? finish_partials(ctx, a, grid, pg, pb) : columns(ctx, a, slot);
 }
 
-template <int TPR, int VPT, bool ACC>
-nf_status launch_vec(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
-{
-    return a->kind == NF_NORM_LAYER ? launch_vec_kind<TPR, VPT, true, ACC>(ctx, a, slot)
-                                    : launch_vec_kind<TPR, VPT, false, ACC>(ctx, a, slot);
-}
-
 /* Pipelined path: persistent grid of as many CTAs as fit at once, trimmed so
  * every CTA runs the same number of row groups (no idle tail CTAs, fewer
  * partial rows). */
@@ -549,11 +542,35 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return finish_partials(ctx, a, grid, pg, pb);
 }
 
-template <int TPR, int VPT>
-nf_status launch_pipe(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+/*
+ * Kernel and (threads per row TPR, vectors per thread VPT) by row length for
+ * the vectorised path, per kind, chosen by measurement on the H200 (bench
+ * --grid norm, reports/h200/ab_norm_*.log).  RMSNorm, n in (512, 2048]: the
+ * pipelined kernel with twice the threads and half the vectors (0.74-0.76 ->
+ * 0.84-0.85 of copy bandwidth at M n = 2^26, 0.87-0.88 -> 0.93-0.96 at
+ * 2^28); n in (4096, 8192]: the plain kernel with half the vectors (0.71 ->
+ * 0.73).  LayerNorm, n in (512, 2048]: the plain row kernel (0.71-0.76 ->
+ * 0.74-0.77; the prefetch's registers cost more occupancy than it hides).
+ */
+template <bool LN>
+nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
-    return a->kind == NF_NORM_LAYER ? launch_pipe_kind<TPR, VPT, true>(ctx, a, slot)
-                                    : launch_pipe_kind<TPR, VPT, false>(ctx, a, slot);
+    const int64_t nv = a->n / NF_VEC;
+    if (nv <= 32) return launch_pipe_kind<32, 1, LN>(ctx, a, slot);                  /* n <= 256   */
+    if (nv <= 64) return launch_pipe_kind<32, 2, LN>(ctx, a, slot);                  /* n <= 512   */
+    if constexpr (LN) {
+        if (nv <= 128)  return launch_vec_kind<32, 4, LN, true>(ctx, a, slot);       /* n <= 1024  */
+        if (nv <= 256)  return launch_vec_kind<64, 4, LN, true>(ctx, a, slot);       /* n <= 2048  */
+        if (nv <= 512)  return launch_pipe_kind<128, 4, LN>(ctx, a, slot);           /* n <= 4096  */
+        if (nv <= 1024) return launch_vec_kind<256, 4, LN, true>(ctx, a, slot);      /* n <= 8192  */
+    } else {
+        if (nv <= 128)  return launch_pipe_kind<64, 2, LN>(ctx, a, slot);            /* n <= 1024  */
+        if (nv <= 256)  return launch_pipe_kind<128, 2, LN>(ctx, a, slot);           /* n <= 2048  */
+        if (nv <= 512)  return launch_pipe_kind<128, 4, LN>(ctx, a, slot);           /* n <= 4096  */
+        if (nv <= 1024) return launch_vec_kind<512, 2, LN, true>(ctx, a, slot);      /* n <= 8192  */
+    }
+    if (nv <= 2048) return launch_vec_kind<512, 4, LN, true>(ctx, a, slot);          /* n <= 16384 */
+    return launch_vec_kind<1024, 4, LN, false>(ctx, a, slot);                        /* n <= 32768 */
 }
 
 constexpr int64_t kScalarWarpMaxN = 512;
@@ -569,16 +586,8 @@ extern "C" nf_status nf_ref_norm_bwd_slot(nf_context *ctx, const nf_norm_bwd_arg
     if (!vec || nv > 4096)
         return a->n <= kScalarWarpMaxN ? launch_scalar<32>(ctx, a, slot)
                                        : launch_scalar<256>(ctx, a, slot);
-    if (nv <= 512) {
-        if (nv <= 32)  return launch_pipe<32, 1>(ctx, a, slot);         /* n <= 256   */
-        if (nv <= 64)  return launch_pipe<32, 2>(ctx, a, slot);         /* n <= 512   */
-        if (nv <= 128) return launch_pipe<32, 4>(ctx, a, slot);         /* n <= 1024  */
-        if (nv <= 256) return launch_pipe<64, 4>(ctx, a, slot);         /* n <= 2048  */
-        return launch_pipe<128, 4>(ctx, a, slot);                       /* n <= 4096  */
-    }
-    if (nv <= 1024) return launch_vec<256, 4, true>(ctx, a, slot);    /* n <= 8192  */
-    if (nv <= 2048) return launch_vec<512, 4, true>(ctx, a, slot);    /* n <= 16384 */
-    return launch_vec<1024, 4, false>(ctx, a, slot);                  /* n <= 32768 */
+    return a->kind == NF_NORM_LAYER ? launch_vec_by_n<true>(ctx, a, slot)
+                                    : launch_vec_by_n<false>(ctx, a, slot);
 }
 
 extern "C" nf_status nf_ref_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)

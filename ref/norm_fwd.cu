@@ -211,17 +211,47 @@ norm_fwd_scalar(const nf_norm_fwd_args a)
 
 /* ---- launch ------------------------------------------------------------------------ */
 
-template <int TPR, int VPT>
+template <int TPR, int VPT, bool LN>
 nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
     const int64_t blocks = (a->M + ROWS - 1) / ROWS;
-    if (a->kind == NF_NORM_LAYER)
-        norm_fwd_vec<TPR, VPT, true><<<(unsigned)blocks, CTA, 0, st>>>(*a);
-    else
-        norm_fwd_vec<TPR, VPT, false><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+    norm_fwd_vec<TPR, VPT, LN><<<(unsigned)blocks, CTA, 0, st>>>(*a);
     NF_CUDA_LAUNCHED("norm_fwd_vec");
     return NF_OK;
+}
+
+/*
+ * (threads per row TPR, 16-byte vectors per thread VPT) by row length, with
+ * TPR * VPT * 8 >= n.  Chosen per kind by measurement on the H200 (bench
+ * --grid norm, reports/h200/ab_norm_*.log): RMSNorm gains from twice the
+ * threads with half the vectors for n in (512, 4096] (0.89-0.90 -> 0.91-0.93
+ * of copy bandwidth at M n = 2^26), LayerNorm loses there (its second pass
+ * and reduction cost more per thread); LayerNorm at n = 16384 gains from
+ * half the threads with twice the vectors (0.80 -> 0.85; 0.88 -> 0.96 at
+ * 2^28: one 256-thread block barrier per reduction instead of 512).
+ */
+template <bool LN>
+nf_status launch_vec_by_n(const nf_norm_fwd_args *a, cudaStream_t st)
+{
+    const int64_t nv = a->n / NF_VEC;
+    if (nv <= 32)   return launch_vec<32, 1, LN>(a, st);     /* n <= 256   */
+    if (nv <= 64)   return launch_vec<32, 2, LN>(a, st);     /* n <= 512   */
+    if constexpr (LN) {
+        if (nv <= 128)  return launch_vec<32, 4, LN>(a, st);  /* n <= 1024  */
+        if (nv <= 256)  return launch_vec<64, 4, LN>(a, st);  /* n <= 2048  */
+        if (nv <= 512)  return launch_vec<128, 4, LN>(a, st); /* n <= 4096  */
+        if (nv <= 1024) return launch_vec<256, 4, LN>(a, st); /* n <= 8192  */
+        if (nv <= 2048) return launch_vec<256, 8, LN>(a, st); /* n <= 16384 */
+    } else {
+        if (nv <= 128)  return launch_vec<64, 2, LN>(a, st);  /* n <= 1024  */
+        if (nv <= 256)  return launch_vec<128, 2, LN>(a, st); /* n <= 2048  */
+        if (nv <= 512)  return launch_vec<256, 2, LN>(a, st); /* n <= 4096  */
+        if (nv <= 1024) return launch_vec<256, 4, LN>(a, st); /* n <= 8192  */
+        if (nv <= 2048) return launch_vec<512, 4, LN>(a, st); /* n <= 16384 */
+    }
+    if (nv <= 4096) return launch_vec<256, 16, LN>(a, st);   /* n <= 32768 */
+    return launch_vec<512, 16, LN>(a, st);                   /* n <= 65536 */
 }
 
 template <int TPR>
@@ -252,15 +282,5 @@ extern "C" nf_status nf_ref_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
                      (a->kind != NF_NORM_LAYER || aligned16(a->b));
     if (!vec)
         return a->n <= kScalarWarpMaxN ? launch_scalar<32>(a, st) : launch_scalar<256>(a, st);
-    /* (threads per row, vectors per thread) by row length: TPR * VPT * 8 >= n */
-    const int64_t nv = a->n / NF_VEC;
-    if (nv <= 32)   return launch_vec<32, 1>(a, st);     /* n <= 256   */
-    if (nv <= 64)   return launch_vec<32, 2>(a, st);     /* n <= 512   */
-    if (nv <= 128)  return launch_vec<32, 4>(a, st);     /* n <= 1024  */
-    if (nv <= 256)  return launch_vec<64, 4>(a, st);     /* n <= 2048  */
-    if (nv <= 512)  return launch_vec<128, 4>(a, st);    /* n <= 4096  */
-    if (nv <= 1024) return launch_vec<256, 4>(a, st);    /* n <= 8192  */
-    if (nv <= 2048) return launch_vec<512, 4>(a, st);    /* n <= 16384 */
-    if (nv <= 4096) return launch_vec<256, 16>(a, st);   /* n <= 32768 */
-    return launch_vec<512, 16>(a, st);                   /* n <= 65536 */
+    return a->kind == NF_NORM_LAYER ? launch_vec_by_n<true>(a, st) : launch_vec_by_n<false>(a, st);
 }

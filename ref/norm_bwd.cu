@@ -117,8 +117,11 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4
         }
     });
     if constexpr (LN)
-        c.m1 = nf_group_sum<TPR>(s1, scratch) / (float)a.n;
-    c.m2 = nf_group_sum<TPR>(s2, scratch) / (float)a.n;
+        nf_group_sum2<TPR>(s1, s2, scratch);
+    else
+        s2 = nf_group_sum<TPR>(s2, scratch);
+    c.m1 = LN ? s1 / (float)a.n : 0.0f;
+    c.m2 = s2 / (float)a.n;
 }
 
 /* dx of one cached row, stored; when ACC, the row's dg (dy xh) and db (dy)
@@ -196,7 +199,7 @@ __global__ void __launch_bounds__(cta_threads<TPR>())
 norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
     const bool want_g = ACC && part_g, want_b = ACC && LN && part_b;
@@ -283,7 +286,7 @@ __global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, L
 norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
     const bool want_g = part_g != NULL, want_b = LN && part_b != NULL;
@@ -325,7 +328,7 @@ __global__ void __launch_bounds__(cta_threads<TPR>())
 norm_bwd_scalar(const nf_norm_bwd_args a)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int64_t row = (int64_t)blockIdx.x * ROWS + group;
     const bool live = row < a.M;
@@ -342,8 +345,11 @@ norm_bwd_scalar(const nf_norm_bwd_args a)
         s2 = fmaf(tv, c.xhat(nf_ld(x, j)), s2);
     }
     if constexpr (LN)
-        c.m1 = nf_group_sum<TPR>(s1, scratch[group]) / (float)a.n;
-    c.m2 = nf_group_sum<TPR>(s2, scratch[group]) / (float)a.n;
+        nf_group_sum2<TPR>(s1, s2, scratch[group]);
+    else
+        s2 = nf_group_sum<TPR>(s2, scratch[group]);
+    c.m1 = LN ? s1 / (float)a.n : 0.0f;
+    c.m2 = s2 / (float)a.n;
     if (!live)
         return;
     nf_bf16 *dx = a.dx + row * a.lddx;

@@ -108,6 +108,35 @@ __device__ __forceinline__ float nf_max_keep_nan(float a, float b)
 }
 struct NfMaxKeepNaN { __device__ float operator()(float a, float b) const { return nf_max_keep_nan(a, b); } };
 
+/* Two sums over the group at once: one barrier pair instead of two.  Each
+ * sum adds in the order nf_group_sum does, so the results are bitwise those
+ * of two nf_group_sum calls.  scratch: 2 * GROUP/32 floats per group. */
+template <int GROUP>
+__device__ __forceinline__ void nf_group_sum2(float &a, float &b, float *scratch)
+{
+#pragma unroll
+    for (int o = NF_WARP / 2; o > 0; o >>= 1) {
+        a += __shfl_xor_sync(0xffffffffu, a, o);
+        b += __shfl_xor_sync(0xffffffffu, b, o);
+    }
+    if constexpr (GROUP > NF_WARP) {
+        constexpr int WARPS = GROUP / NF_WARP;
+        const int lane = threadIdx.x % NF_WARP, warp = (threadIdx.x % GROUP) / NF_WARP;
+        __syncthreads(); /* scratch may still be read from the previous call */
+        if (lane == 0) {
+            scratch[warp] = a;
+            scratch[WARPS + warp] = b;
+        }
+        __syncthreads();
+        a = scratch[0];
+        b = scratch[WARPS];
+#pragma unroll
+        for (int w = 1; w < WARPS; ++w) {
+            a += scratch[w];
+            b += scratch[WARPS + w];
+        }
+    }
+}
 template <int GROUP> __device__ __forceinline__ float nf_group_sum(float v, float *scratch)
 {
     return nf_group_reduce<GROUP>(v, scratch, NfAdd());

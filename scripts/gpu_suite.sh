@@ -21,7 +21,8 @@ if [ -d "$root/.gpu-deps/debs" ] && ! [ -f /usr/include/mpfr.h ]; then
   export LD_LIBRARY_PATH="$root/.gpu-deps/prefix/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 fi
 gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-# A tree copied without .git names its commit through NF_COMMIT.
+# A tree copied without .git, or with .git metadata that may be stale, names its
+# commit through NF_COMMIT (the fallback asks git in the tree).
 commit="${NF_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 dirty="$(git -C "$root" status --porcelain 2>/dev/null | grep -q . && echo "+uncommitted" || true)"
 header() { # file command
@@ -77,8 +78,10 @@ if has gate; then
   tail -12 "$out/gate.log"
 fi
 if has fuzz; then
-  header "$out/fuzz.log" "normfuse fuzz --seconds ${NF_FUZZ_SECONDS:-120} --log fuzz.jsonl"
-  "$build/cli/normfuse" fuzz --seconds "${NF_FUZZ_SECONDS:-120}" --log "$out/fuzz.jsonl" >> "$out/fuzz.log" 2>&1 ||
+  # a fuzz.jsonl already in OUTDIR is a campaign to continue: resume it
+  resume=(); [ -s "$out/fuzz.jsonl" ] && resume=(--resume)
+  header "$out/fuzz.log" "normfuse fuzz --seconds ${NF_FUZZ_SECONDS:-120} --log fuzz.jsonl ${resume[*]}"
+  "$build/cli/normfuse" fuzz --seconds "${NF_FUZZ_SECONDS:-120}" --log "$out/fuzz.jsonl" "${resume[@]}" >> "$out/fuzz.log" 2>&1 ||
     echo "gpu_suite: fuzz found failures (see fuzz.log)"
   tail -5 "$out/fuzz.log"
 fi

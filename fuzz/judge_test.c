@@ -1,0 +1,153 @@
+/*
+ * judge_test.c — the judge's handling of what an entry declares about its
+ * range (registry.h): rows outside an entry's domain are held to the values
+ * it declares there, exactly, and only for that entry; input distributions
+ * an entry is not judged on come back unsupported before any device work.
+ * Host only: the "kernel outputs" are written from the oracle's values.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "bf16.h"
+#include "runner.h"
+
+#define DEFAULT_SEED 20240601ull
+
+static uint64_t test_seed(void)
+{
+    const char *s = getenv("NF_SEED");
+    return s ? strtoull(s, NULL, 0) : DEFAULT_SEED;
+}
+
+static nf_case prenorm_case(nf_input_dist dist, uint64_t seed)
+{
+    return (nf_case){.op = NF_OP_PRENORM_FWD, .kind = NF_NORM_RMS, .M = 8, .K = 64, .N = 32,
+                     .has_g = 1, .dist = dist, .seed = seed};
+}
+
+/* Every output of d set to the oracle's value, rounded to its type: what a
+ * perfect kernel would write. */
+static void write_want(nf_case_data *d)
+{
+    for (int k = 0; k < d->nt; ++k) {
+        nf_tensor *t = &d->t[k];
+        if (!t->is_output || t->rows == 0)
+            continue;
+        for (int64_t i = 0; i < t->rows; ++i)
+            for (int64_t j = 0; j < t->cols; ++j) {
+                const double w = t->want[i * t->cols + j];
+                if (t->type == NF_T_BF16)
+                    ((nf_bf16 *)t->host)[i * t->ld + j] = nf_double_to_bf16(w);
+                else
+                    ((float *)t->host)[i * t->ld + j] = (float)w;
+            }
+    }
+}
+
+/* Row i of Y set to v, and rstd_i to r. */
+static void set_row(nf_case_data *d, int64_t i, float v, float r)
+{
+    nf_tensor *y = nf_case_tensor(d, "Y"), *rs = nf_case_tensor(d, "rstd");
+    for (int64_t j = 0; j < y->cols; ++j)
+        ((nf_bf16 *)y->host)[i * y->ld + j] = nf_float_to_bf16(v);
+    ((float *)rs->host)[i * rs->ld] = r;
+}
+
+/* Judge d's host outputs as if entry e had produced them. */
+static nf_case_result judge_as(nf_case_data *d, const nf_entry *e)
+{
+    nf_case_result r = {0};
+    r.entry = e;
+    cr_assert_eq(nf_case_judge(d, NULL, &r), 0, "judge failed: %s", r.message);
+    return r;
+}
+
+/* The oracle's values, computed once (the outputs are still poison-free zeros). */
+static void prepare_with_oracle(const nf_case *c, nf_case_data *d)
+{
+    nf_case_result r = {0};
+    cr_assert_eq(nf_case_prepare(c, 1, d, &r), 0, "prepare: %s", r.message);
+    judge_as(d, NULL);
+    cr_assert(d->oracle_done);
+}
+
+Test(judge_domain, near_max_rows_are_held_to_the_declared_values)
+{
+    const nf_entry *fused = nf_registry_find("prenorm_fwd/fused"), *ref = nf_registry_find("prenorm_fwd/ref");
+    cr_assert(fused && fused->domain && ref && !ref->domain, "registry entries changed");
+    const nf_case c = prenorm_case(NF_IN_NEAR_BF16_MAX, test_seed());
+    nf_case_data d;
+    prepare_with_oracle(&c, &d);
+    nf_tensor *y = nf_case_tensor(&d, "Y");
+    double *want_before = malloc((size_t)(y->rows * y->cols) * sizeof(double));
+    memcpy(want_before, y->want, (size_t)(y->rows * y->cols) * sizeof(double));
+
+    /* the oracle's own values, finite, fail the fused entry: it must give NaN there */
+    write_want(&d);
+    nf_case_result r = judge_as(&d, fused);
+    cr_assert_eq(r.outside_rows, c.M, "every near-max row is outside the lazy form's range (seed %llu)",
+                 (unsigned long long)c.seed);
+    cr_assert_eq(r.verdict, NF_V_FAIL, "finite Y accepted where the fused entry declares NaN");
+    /* ... and pass the reference entry, which takes every finite row */
+    r = judge_as(&d, ref);
+    cr_assert_eq(r.outside_rows, 0);
+    cr_assert_eq(r.verdict, NF_V_PASS, "the oracle's values fail the ref entry: %s", r.message);
+
+    /* the declared values pass the fused entry and fail the reference one */
+    for (int64_t i = 0; i < c.M; ++i)
+        set_row(&d, i, NAN, 0.0f);
+    cr_assert_eq(judge_as(&d, fused).verdict, NF_V_PASS, "Y = NaN, rstd = 0 rejected on outside rows");
+    cr_assert_eq(judge_as(&d, ref).verdict, NF_V_FAIL, "NaN rows accepted from an entry without a domain");
+
+    /* what the kernel did before the range was declared: Y = 0 (acc * 0) */
+    set_row(&d, 3, 0.0f, 0.0f);
+    cr_assert_eq(judge_as(&d, fused).verdict, NF_V_FAIL, "a silent Y = 0 row passed");
+    set_row(&d, 3, NAN, 3.0e-39f);
+    cr_assert_eq(judge_as(&d, fused).verdict, NF_V_FAIL, "an outside row's rstd is not held to 0");
+
+    cr_assert(memcmp(want_before, y->want, (size_t)(y->rows * y->cols) * sizeof(double)) == 0,
+              "the judge left the declared values in the oracle's arrays");
+    free(want_before);
+    nf_case_free(&d);
+}
+
+Test(judge_domain, rows_in_range_are_judged_as_usual)
+{
+    const nf_entry *fused = nf_registry_find("prenorm_fwd/fused");
+    const nf_input_dist dists[] = {NF_IN_NORMAL, NF_IN_NEAR_OVERFLOW, NF_IN_OUTLIER_CHANNELS};
+    for (size_t k = 0; k < sizeof dists / sizeof dists[0]; ++k) {
+        const nf_case c = prenorm_case(dists[k], test_seed() + k);
+        nf_case_data d;
+        prepare_with_oracle(&c, &d);
+        write_want(&d);
+        nf_case_result r = judge_as(&d, fused);
+        cr_assert_eq(r.outside_rows, 0, "%s rows counted outside the range", nf_dist_name(dists[k]));
+        cr_assert_eq(r.verdict, NF_V_PASS, "%s: the oracle's values fail: %s", nf_dist_name(dists[k]), r.message);
+        set_row(&d, 5, NAN, 0.0f);
+        cr_assert_eq(judge_as(&d, fused).verdict, NF_V_FAIL, "%s: a NaN row passed in range",
+                     nf_dist_name(dists[k]));
+        nf_case_free(&d);
+    }
+}
+
+Test(judge_domain, unjudged_distributions_come_back_unsupported_before_device_work)
+{
+    const nf_entry *vendor = nf_registry_find("norm_fwd/vendor"), *ref = nf_registry_find("norm_fwd/ref");
+    cr_assert(vendor && ref);
+    cr_assert(vendor->unjudged_dists & (1u << NF_IN_SUBNORMAL));
+    cr_assert_eq(ref->unjudged_dists, 0u, "the reference norm must be judged on every distribution");
+    const nf_case c = {.op = NF_OP_NORM_FWD, .kind = NF_NORM_LAYER, .M = 4, .N = 64, .has_g = 1,
+                       .has_b = 1, .dist = NF_IN_SUBNORMAL, .seed = test_seed()};
+    nf_case_data d;
+    nf_case_result r = {0};
+    cr_assert_eq(nf_case_prepare(&c, 0, &d, &r), 0, "prepare: %s", r.message);
+    /* no context and no device: the check must come first */
+    cr_assert_eq(nf_case_execute(NULL, vendor, &d, &r), NF_ERR_UNSUPPORTED_SHAPE);
+    cr_assert_eq(r.verdict, NF_V_UNSUPPORTED);
+    cr_assert(strstr(r.message, "subnormal") && strstr(r.message, "not judged"), "message: %s", r.message);
+    nf_case_free(&d);
+}

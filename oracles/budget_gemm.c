@@ -108,7 +108,6 @@ int nf_budget_prenorm_gemm_bwd(const nf_prenorm_gemm_bwd_args *a, const nf_oracl
     nf_oracle_set_threads(o);
     const int64_t M = a->M, K = a->K, N = a->N;
     const double eps = (double)a->eps;                  /* the forward's eps */
-    if (nf_oracle_eps_ok(a->eps, who)) { free(mask); return -1; }
     const unsigned char *rows = allowed->dg ? NULL : mask;       /* dg needs every row */
     double *rstd = malloc((size_t)M * sizeof *rstd), *rel = malloc((size_t)M * sizeof *rel);
     double *n = malloc((size_t)(M * K) * sizeof *n);
@@ -267,7 +266,6 @@ int nf_budget_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_ora
     nf_oracle_set_threads(o);
     const int64_t M = a->M, K = a->K, N = a->N;
     const double eps = (double)a->eps;                  /* the forward's eps */
-    if (nf_oracle_eps_ok(a->eps, who)) { free(mask); return -1; }
     double *xh = malloc((size_t)(M * N) * sizeof *xh), *dxh = malloc((size_t)(M * N) * sizeof *dxh);
     double *dh = malloc((size_t)(M * N) * sizeof *dh), *ddh = malloc((size_t)(M * N) * sizeof *ddh);
     int fail = !xh || !dxh || !dh || !ddh;

@@ -119,12 +119,12 @@ int nf_budget_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o,
         return nf_oracle_fail(who, "bad kind, M, n, x, dy or strides");
     if ((allowed->dx && !want->dx) || (allowed->dg && !want->dg) || (allowed->db && !want->db))
         return nf_oracle_fail(who, "every allowed array needs its want array");
+    if (nf_oracle_eps_ok(a->eps, who)) return -1; /* the forward's eps */
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     nf_oracle_set_threads(o);
     const int64_t M = a->M, n = a->n;
     const double eps = (double)a->eps;                  /* the forward's eps */
-    if (nf_oracle_eps_ok(a->eps, who)) { free(mask); return -1; }
     /* xh and its bound for every row: the reductions need them */
     double *xh = malloc((size_t)(M * n) * sizeof *xh), *dxh = malloc((size_t)(M * n) * sizeof *dxh);
     int fail = !xh || !dxh;

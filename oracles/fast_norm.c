@@ -54,12 +54,12 @@ int nf_fast_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o, nf_norm
     if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->n < 1 ||
         !a->x || a->ldx < a->n || !a->dy || a->lddy < a->n)
         return nf_oracle_fail(who, "bad kind, M, n, x, dy or strides");
+    if (nf_oracle_eps_ok(a->eps, who)) return -1; /* the forward's eps */
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     nf_oracle_set_threads(o);
     const int64_t M = a->M, n = a->n;
     const double eps = (double)a->eps;                  /* the forward's eps */
-    if (nf_oracle_eps_ok(a->eps, who)) { free(mask); return -1; }
     /* xh of every row (the reductions dg = sum dy xh need them all) */
     double *xh = malloc((size_t)(M * n) * sizeof *xh), *rstd = malloc((size_t)M * sizeof *rstd);
     int fail = !xh || !rstd;

@@ -84,11 +84,11 @@ int nf_mpfr_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o, nf_norm
     long prec = nf_oracle_prec(o, who);
     if (prec < 0 || norm_args_ok(a->kind, a->M, a->n, a->x, a->ldx, who)) return -1;
     if (!a->dy || a->lddy < a->n) return nf_oracle_fail(who, "bad dy or lddy");
+    if (nf_oracle_eps_ok(a->eps, who)) return -1; /* the forward's eps */
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t n = a->n;
     const double eps = (double)a->eps;                  /* the forward's eps */
-    if (nf_oracle_eps_ok(a->eps, who)) { free(mask); return -1; }
     const int need_red = r->dg || r->db;   /* reductions need every row */
     nf_mpv x, xh, t, dx, g, dg, db;
     nf_mp_ws w;

@@ -27,7 +27,7 @@ int nf_oracle_check_prenorm_bwd(const nf_prenorm_gemm_bwd_args *a, const char *w
     if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || !a->dY || a->lda < a->K ||
         a->ldw < a->N || a->lddy < a->N)
         return nf_oracle_fail(who, "bad sizes, strides or pointers");
-    return 0;
+    return nf_oracle_eps_ok(a->eps, who); /* the forward's eps: the statistics are recomputed */
 }
 
 int nf_oracle_check_postnorm_fwd(const nf_postnorm_gemm_fwd_args *a, const char *who)
@@ -44,7 +44,7 @@ int nf_oracle_check_postnorm_bwd(const nf_postnorm_gemm_bwd_args *a, const char 
         a->N < 1 || !a->X || !a->W || !a->h || !a->dY || a->ldx < a->K || a->ldw < a->N ||
         a->ldh < a->N || a->lddy < a->N)
         return nf_oracle_fail(who, "bad kind, sizes, strides or pointers");
-    return 0;
+    return nf_oracle_eps_ok(a->eps, who); /* the forward's eps: the statistics are recomputed */
 }
 
 unsigned char *nf_row_mask(const nf_oracle_opts *o, int64_t M, const char *who)

@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "bf16.h"
+#include "ops.h"
 #include "runner.h"
 
 #define DEFAULT_SEED 20240601ull
@@ -37,14 +38,10 @@ static void write_want(nf_case_data *d)
         nf_tensor *t = &d->t[k];
         if (!t->is_output || t->rows == 0)
             continue;
-        for (int64_t i = 0; i < t->rows; ++i)
-            for (int64_t j = 0; j < t->cols; ++j) {
-                const double w = t->want[i * t->cols + j];
-                if (t->type == NF_T_BF16)
-                    ((nf_bf16 *)t->host)[i * t->ld + j] = nf_double_to_bf16(w);
-                else
-                    ((float *)t->host)[i * t->ld + j] = (float)w;
-            }
+        if (t->type == NF_T_BF16)
+            nf_store_bf16(t, t->want);
+        else
+            nf_store_f32(t, t->want);
     }
 }
 

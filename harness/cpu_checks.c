@@ -87,14 +87,10 @@ static int check_case(const nf_case *c, char *why, size_t wl)
         }
         /* compare sanity: the rounded oracle passes, a planted 2x error fails */
         for (int plant = 0; plant < 2 && !bad; ++plant) {
-            for (int64_t i = 0; i < tm->rows; ++i)
-                for (int64_t j = 0; j < tm->cols; ++j) {
-                    const double w = tm->want[i * tm->cols + j];
-                    if (tm->type == NF_T_BF16)
-                        ((nf_bf16 *)tm->host)[i * tm->ld + j] = nf_double_to_bf16(w);
-                    else
-                        ((float *)tm->host)[i * tm->ld + j] = (float)w;
-                }
+            if (tm->type == NF_T_BF16)
+                nf_store_bf16(tm, tm->want);
+            else
+                nf_store_f32(tm, tm->want);
             int64_t at = -1;
             if (plant) { /* the first finite element: push it 2 allowances away */
                 for (int64_t i = 0; i < cnt && at < 0; ++i)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bf16.h"
+#include "ops.h"
 #include "runner.h"
 
 #define TMA NF_ENTRY_TMA_LAYOUT
@@ -24,10 +25,7 @@
  * go either way; no input distribution puts one there). */
 static int lazy_row_outside(const struct nf_case_data *d, int64_t row)
 {
-    const nf_tensor *a = &d->t[0];
-    for (int i = 0; i < d->nt; ++i)
-        if (strcmp(d->t[i].name, "A") == 0)
-            a = &d->t[i];
+    const nf_tensor *a = &d->t[nf_tensor_index(d, "A")];
     const nf_bf16 *x = (const nf_bf16 *)a->host + row * a->ld;
     double ss = 0.0;
     for (int64_t k = 0; k < a->cols; ++k) {

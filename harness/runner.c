@@ -285,17 +285,22 @@ static void mark_zero_rows(nf_case_data *d, const nf_op_module *m)
     }
 }
 
+/* The per-row extent (M, or tokens) of the case: the rows of its first present per-row output. */
+static int64_t per_row_extent(const nf_case_data *d)
+{
+    for (int k = 0; k < d->nt; ++k)
+        if (d->t[k].is_output && d->t[k].per_row && d->t[k].rows > 0)
+            return d->t[k].rows;
+    return 0;
+}
+
 static int compute_oracle(nf_case_data *d, const nf_run_opts *o, nf_case_result *r)
 {
     const nf_op_module *m = nf_op_module_of(d->c.op);
     nf_oracle_kind kind = o ? o->oracle : NF_ORACLE_AUTO;
     if (kind == NF_ORACLE_AUTO)
         kind = nf_case_cost(&d->c) <= NF_MPFR_MAX_COST ? NF_ORACLE_MPFR : NF_ORACLE_FAST;
-    /* rows: the per-row extent (M, or tokens) of the first per-row output */
-    int64_t rows = 0;
-    for (int k = 0; k < d->nt && !rows; ++k)
-        if (d->t[k].is_output && d->t[k].per_row)
-            rows = d->t[k].rows;
+    const int64_t rows = per_row_extent(d);
     free(d->rows);
     d->rows = NULL;
     d->nrows = 0;
@@ -332,10 +337,7 @@ static int apply_domain(nf_case_data *d, nf_case_result *r, double *saved[][2])
     const nf_domain *dom = r->entry ? r->entry->domain : NULL;
     if (!dom)
         return 0;
-    int64_t rows = 0;
-    for (int k = 0; k < d->nt && !rows; ++k)
-        if (d->t[k].is_output && d->t[k].per_row)
-            rows = d->t[k].rows;
+    const int64_t rows = per_row_extent(d);
     for (int64_t i = 0; i < rows; ++i) {
         if (!dom->outside(d, i))
             continue;

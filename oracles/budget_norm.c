@@ -73,9 +73,7 @@ int nf_budget_norm_fwd(const nf_norm_fwd_args *a, const nf_oracle_opts *o,
                        const nf_norm_fwd_ref *want, nf_norm_fwd_ref *allowed)
 {
     static const char who[] = "nf_budget_norm_fwd";
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->n < 1 || !a->x ||
-        a->ldx < a->n)
-        return nf_oracle_fail(who, "bad kind, M, n, x or ldx");
+    if (nf_oracle_check_norm_fwd(a, who)) return -1;
     if ((allowed->y && !want->y) || (allowed->mean && !want->mean) || (allowed->rstd && !want->rstd))
         return nf_oracle_fail(who, "every allowed array needs its want array");
     unsigned char *mask = nf_row_mask(o, a->M, who);
@@ -114,12 +112,9 @@ int nf_budget_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o,
                        const nf_norm_bwd_ref *want, nf_norm_bwd_ref *allowed)
 {
     static const char who[] = "nf_budget_norm_bwd";
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->n < 1 || !a->x ||
-        a->ldx < a->n || !a->dy || a->lddy < a->n)
-        return nf_oracle_fail(who, "bad kind, M, n, x, dy or strides");
+    if (nf_oracle_check_norm_bwd(a, who)) return -1;
     if ((allowed->dx && !want->dx) || (allowed->dg && !want->dg) || (allowed->db && !want->db))
         return nf_oracle_fail(who, "every allowed array needs its want array");
-    if (nf_oracle_eps_ok(a->eps, who)) return -1; /* the forward's eps */
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     nf_oracle_set_threads(o);

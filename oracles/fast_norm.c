@@ -16,9 +16,7 @@
 int nf_fast_norm_fwd(const nf_norm_fwd_args *a, const nf_oracle_opts *o, nf_norm_fwd_ref *r)
 {
     static const char who[] = "nf_fast_norm_fwd";
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->n < 1 ||
-        !a->x || a->ldx < a->n)
-        return nf_oracle_fail(who, "bad kind, M, n, x or ldx");
+    if (nf_oracle_check_norm_fwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     nf_oracle_set_threads(o);
@@ -51,10 +49,7 @@ int nf_fast_norm_fwd(const nf_norm_fwd_args *a, const nf_oracle_opts *o, nf_norm
 int nf_fast_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o, nf_norm_bwd_ref *r)
 {
     static const char who[] = "nf_fast_norm_bwd";
-    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->n < 1 ||
-        !a->x || a->ldx < a->n || !a->dy || a->lddy < a->n)
-        return nf_oracle_fail(who, "bad kind, M, n, x, dy or strides");
-    if (nf_oracle_eps_ok(a->eps, who)) return -1; /* the forward's eps */
+    if (nf_oracle_check_norm_bwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     nf_oracle_set_threads(o);

@@ -14,19 +14,11 @@
 #include "mpfr_internal.h"
 #include "oracle_util.h"
 
-static int norm_args_ok(nf_norm_kind kind, int64_t M, int64_t n, const void *x, int64_t ldx,
-                        const char *who)
-{
-    if (kind != NF_NORM_RMS && kind != NF_NORM_LAYER) return nf_oracle_fail(who, "bad kind");
-    if (M < 1 || n < 1 || ldx < n || !x) return nf_oracle_fail(who, "bad M, n, ldx or x");
-    return 0;
-}
-
 static int norm_fwd_core(const nf_norm_fwd_args *a, const nf_oracle_opts *o, long prec,
                          nf_norm_fwd_ref *r, nf_mp_probe *p)
 {
     static const char who[] = "nf_mpfr_norm_fwd";
-    if (norm_args_ok(a->kind, a->M, a->n, a->x, a->ldx, who)) return -1;
+    if (nf_oracle_check_norm_fwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t n = a->n;
@@ -82,9 +74,7 @@ int nf_mpfr_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o, nf_norm
 {
     static const char who[] = "nf_mpfr_norm_bwd";
     long prec = nf_oracle_prec(o, who);
-    if (prec < 0 || norm_args_ok(a->kind, a->M, a->n, a->x, a->ldx, who)) return -1;
-    if (!a->dy || a->lddy < a->n) return nf_oracle_fail(who, "bad dy or lddy");
-    if (nf_oracle_eps_ok(a->eps, who)) return -1; /* the forward's eps */
+    if (prec < 0 || nf_oracle_check_norm_bwd(a, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t n = a->n;

@@ -15,6 +15,22 @@ int nf_oracle_fail(const char *who, const char *why)
     return -1;
 }
 
+int nf_oracle_check_norm_fwd(const nf_norm_fwd_args *a, const char *who)
+{
+    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->n < 1 || !a->x ||
+        a->ldx < a->n)
+        return nf_oracle_fail(who, "bad kind, M, n, x or ldx");
+    return 0;
+}
+
+int nf_oracle_check_norm_bwd(const nf_norm_bwd_args *a, const char *who)
+{
+    if ((a->kind != NF_NORM_RMS && a->kind != NF_NORM_LAYER) || a->M < 1 || a->n < 1 || !a->x ||
+        a->ldx < a->n || !a->dy || a->lddy < a->n)
+        return nf_oracle_fail(who, "bad kind, M, n, x, dy or strides");
+    return nf_oracle_eps_ok(a->eps, who); /* the forward's eps: the statistics are recomputed */
+}
+
 int nf_oracle_check_prenorm_fwd(const nf_prenorm_gemm_fwd_args *a, const char *who)
 {
     if (a->M < 1 || a->K < 1 || a->N < 1 || !a->A || !a->W || a->lda < a->K || a->ldw < a->N)

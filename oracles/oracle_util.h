@@ -64,9 +64,11 @@ int nf_oracle_fail(const char *who, const char *why);
 int nf_attention_check_offsets(int32_t B, int64_t Tq, int64_t Tk, const int32_t *oq,
                                const int32_t *ok, const char *who);
 
-/* The sizes, strides and input pointers (and a backward's eps) every GEMM-op oracle and budget
- * needs (the MPFR oracle, the fast oracle and the budget check the same
- * things); -1 with a message naming `who` otherwise. */
+/* The kind, sizes, strides and input pointers (and a backward's eps) every
+ * oracle and budget of an op needs (the MPFR oracle, the fast oracle and the
+ * budget check the same things); -1 with a message naming `who` otherwise. */
+int nf_oracle_check_norm_fwd(const nf_norm_fwd_args *a, const char *who);
+int nf_oracle_check_norm_bwd(const nf_norm_bwd_args *a, const char *who);
 int nf_oracle_check_prenorm_fwd(const nf_prenorm_gemm_fwd_args *a, const char *who);
 int nf_oracle_check_prenorm_bwd(const nf_prenorm_gemm_bwd_args *a, const char *who);
 int nf_oracle_check_postnorm_fwd(const nf_postnorm_gemm_fwd_args *a, const char *who);

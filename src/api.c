@@ -47,6 +47,14 @@ static nf_status check_ld(const char *fn, int64_t ld, int64_t rows, int64_t cols
     return NF_OK;
 }
 
+/* A required matrix: p non-NULL, then its leading dimension. */
+static nf_status need_matrix(const char *fn, const void *p, int64_t ld, int64_t rows, int64_t cols,
+                             const char *name, const char *ld_name)
+{
+    NF_TRY(need(fn, p, name));
+    return check_ld(fn, ld, rows, cols, ld_name);
+}
+
 static nf_status check_eps(const char *fn, float eps, const char *name)
 {
     if (!(eps > 0.0f) || !isfinite(eps))
@@ -121,12 +129,10 @@ static nf_status check_norm_fwd(const char *fn, const nf_norm_fwd_args *a)
     NF_TRY(check_kind(fn, a->kind));
     NF_TRY(in_range(fn, a->M, 1, MAX_ROWS, "M"));
     NF_TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
-    NF_TRY(need(fn, a->x, "x"));
-    NF_TRY(check_ld(fn, a->ldx, a->M, a->n, "ldx"));
+    NF_TRY(need_matrix(fn, a->x, a->ldx, a->M, a->n, "x", "ldx"));
     NF_TRY(only_layernorm(fn, a->kind, a->b, "b"));
     NF_TRY(check_eps(fn, a->eps, "eps"));
-    NF_TRY(need(fn, a->y, "y"));
-    NF_TRY(check_ld(fn, a->ldy, a->M, a->n, "ldy"));
+    NF_TRY(need_matrix(fn, a->y, a->ldy, a->M, a->n, "y", "ldy"));
     NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
     NF_TRY(aligned(fn, a->x, BF16_ALIGN, "x"));
     NF_TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
@@ -154,18 +160,15 @@ static nf_status check_norm_bwd(const char *fn, const nf_norm_bwd_args *a)
     NF_TRY(check_kind(fn, a->kind));
     NF_TRY(in_range(fn, a->M, 1, MAX_ROWS, "M"));
     NF_TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
-    NF_TRY(need(fn, a->x, "x"));
-    NF_TRY(check_ld(fn, a->ldx, a->M, a->n, "ldx"));
+    NF_TRY(need_matrix(fn, a->x, a->ldx, a->M, a->n, "x", "ldx"));
     NF_TRY(check_eps(fn, a->eps, "eps"));
     if (a->kind == NF_NORM_LAYER)
         NF_TRY(need(fn, a->mean, "mean"));
     else
         NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
     NF_TRY(need(fn, a->rstd, "rstd"));
-    NF_TRY(need(fn, a->dy, "dy"));
-    NF_TRY(check_ld(fn, a->lddy, a->M, a->n, "lddy"));
-    NF_TRY(need(fn, a->dx, "dx"));
-    NF_TRY(check_ld(fn, a->lddx, a->M, a->n, "lddx"));
+    NF_TRY(need_matrix(fn, a->dy, a->lddy, a->M, a->n, "dy", "lddy"));
+    NF_TRY(need_matrix(fn, a->dx, a->lddx, a->M, a->n, "dx", "lddx"));
     NF_TRY(grad_iff(fn, a->g, a->dg, "g", "dg"));
     NF_TRY(only_layernorm(fn, a->kind, a->db, "db"));
     NF_TRY(aligned(fn, a->x, BF16_ALIGN, "x"));
@@ -207,10 +210,8 @@ nf_status nf_fold_weight(nf_context *ctx, int64_t K, int64_t N, const nf_bf16 *g
     NF_TRY(in_range(fn, K, 1, NF_GEMM_MAX_DIM, "K"));
     NF_TRY(in_range(fn, N, 1, NF_GEMM_MAX_DIM, "N"));
     NF_TRY(need(fn, g, "g"));
-    NF_TRY(need(fn, W, "W"));
-    NF_TRY(check_ld(fn, ldw, K, N, "ldw"));
-    NF_TRY(need(fn, Wg, "Wg"));
-    NF_TRY(check_ld(fn, ldwg, K, N, "ldwg"));
+    NF_TRY(need_matrix(fn, W, ldw, K, N, "W", "ldw"));
+    NF_TRY(need_matrix(fn, Wg, ldwg, K, N, "Wg", "ldwg"));
     NF_TRY(aligned(fn, g, BF16_ALIGN, "g"));
     NF_TRY(aligned(fn, W, BF16_ALIGN, "W"));
     NF_TRY(aligned(fn, Wg, BF16_ALIGN, "Wg"));
@@ -222,17 +223,14 @@ static nf_status check_prenorm_fwd(const char *fn, const nf_prenorm_gemm_fwd_arg
 {
     NF_TRY(need(fn, a, "args"));
     NF_TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_GEMM_MAX_DIM));
-    NF_TRY(need(fn, a->A, "A"));
-    NF_TRY(check_ld(fn, a->lda, a->M, a->K, "lda"));
-    NF_TRY(need(fn, a->W, "W"));
-    NF_TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
+    NF_TRY(need_matrix(fn, a->A, a->lda, a->M, a->K, "A", "lda"));
+    NF_TRY(need_matrix(fn, a->W, a->ldw, a->K, a->N, "W", "ldw"));
     if (a->Wg)
         NF_TRY(check_ld(fn, a->ldwg, a->K, a->N, "ldwg"));
     if (a->Wg && !a->g)
         return nf_fail(NF_ERR_INCONSISTENT, fn, "Wg is set but g is NULL (nothing was folded)");
     NF_TRY(check_eps(fn, a->eps, "eps"));
-    NF_TRY(need(fn, a->Y, "Y"));
-    NF_TRY(check_ld(fn, a->ldy, a->M, a->N, "ldy"));
+    NF_TRY(need_matrix(fn, a->Y, a->ldy, a->M, a->N, "Y", "ldy"));
     NF_TRY(aligned(fn, a->A, BF16_ALIGN, "A"));
     NF_TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
     NF_TRY(aligned(fn, a->W, BF16_ALIGN, "W"));
@@ -301,16 +299,12 @@ static nf_status check_prenorm_bwd(const char *fn, const nf_prenorm_gemm_bwd_arg
 {
     NF_TRY(need(fn, a, "args"));
     NF_TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_GEMM_MAX_DIM));
-    NF_TRY(need(fn, a->A, "A"));
-    NF_TRY(check_ld(fn, a->lda, a->M, a->K, "lda"));
-    NF_TRY(need(fn, a->W, "W"));
-    NF_TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
+    NF_TRY(need_matrix(fn, a->A, a->lda, a->M, a->K, "A", "lda"));
+    NF_TRY(need_matrix(fn, a->W, a->ldw, a->K, a->N, "W", "ldw"));
     NF_TRY(check_eps(fn, a->eps, "eps"));
     NF_TRY(need(fn, a->rstd, "rstd"));
-    NF_TRY(need(fn, a->dY, "dY"));
-    NF_TRY(check_ld(fn, a->lddy, a->M, a->N, "lddy"));
-    NF_TRY(need(fn, a->dA, "dA"));
-    NF_TRY(check_ld(fn, a->ldda, a->M, a->K, "ldda"));
+    NF_TRY(need_matrix(fn, a->dY, a->lddy, a->M, a->N, "dY", "lddy"));
+    NF_TRY(need_matrix(fn, a->dA, a->ldda, a->M, a->K, "dA", "ldda"));
     NF_TRY(grad_iff(fn, a->g, a->dg, "g", "dg"));
     if (a->dW)
         NF_TRY(check_ld(fn, a->lddw, a->K, a->N, "lddw"));
@@ -345,16 +339,13 @@ static nf_status check_postnorm_fwd(const char *fn, const nf_postnorm_gemm_fwd_a
     NF_TRY(need(fn, a, "args"));
     NF_TRY(check_kind(fn, a->kind));
     NF_TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_NORM_MAX_N));
-    NF_TRY(need(fn, a->X, "X"));
-    NF_TRY(check_ld(fn, a->ldx, a->M, a->K, "ldx"));
-    NF_TRY(need(fn, a->W, "W"));
-    NF_TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
+    NF_TRY(need_matrix(fn, a->X, a->ldx, a->M, a->K, "X", "ldx"));
+    NF_TRY(need_matrix(fn, a->W, a->ldw, a->K, a->N, "W", "ldw"));
     if (a->R)
         NF_TRY(check_ld(fn, a->ldr, a->M, a->N, "ldr"));
     NF_TRY(only_layernorm(fn, a->kind, a->b, "b"));
     NF_TRY(check_eps(fn, a->eps, "eps"));
-    NF_TRY(need(fn, a->Y, "Y"));
-    NF_TRY(check_ld(fn, a->ldy, a->M, a->N, "ldy"));
+    NF_TRY(need_matrix(fn, a->Y, a->ldy, a->M, a->N, "Y", "ldy"));
     NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
     if (a->h)
         NF_TRY(check_ld(fn, a->ldh, a->M, a->N, "ldh"));
@@ -389,22 +380,17 @@ static nf_status check_postnorm_bwd(const char *fn, const nf_postnorm_gemm_bwd_a
     NF_TRY(need(fn, a, "args"));
     NF_TRY(check_kind(fn, a->kind));
     NF_TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_NORM_MAX_N));
-    NF_TRY(need(fn, a->X, "X"));
-    NF_TRY(check_ld(fn, a->ldx, a->M, a->K, "ldx"));
-    NF_TRY(need(fn, a->W, "W"));
-    NF_TRY(check_ld(fn, a->ldw, a->K, a->N, "ldw"));
-    NF_TRY(need(fn, a->h, "h"));
-    NF_TRY(check_ld(fn, a->ldh, a->M, a->N, "ldh"));
+    NF_TRY(need_matrix(fn, a->X, a->ldx, a->M, a->K, "X", "ldx"));
+    NF_TRY(need_matrix(fn, a->W, a->ldw, a->K, a->N, "W", "ldw"));
+    NF_TRY(need_matrix(fn, a->h, a->ldh, a->M, a->N, "h", "ldh"));
     NF_TRY(check_eps(fn, a->eps, "eps"));
     if (a->kind == NF_NORM_LAYER)
         NF_TRY(need(fn, a->mean, "mean"));
     else
         NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
     NF_TRY(need(fn, a->rstd, "rstd"));
-    NF_TRY(need(fn, a->dY, "dY"));
-    NF_TRY(check_ld(fn, a->lddy, a->M, a->N, "lddy"));
-    NF_TRY(need(fn, a->dX, "dX"));
-    NF_TRY(check_ld(fn, a->lddx, a->M, a->K, "lddx"));
+    NF_TRY(need_matrix(fn, a->dY, a->lddy, a->M, a->N, "dY", "lddy"));
+    NF_TRY(need_matrix(fn, a->dX, a->lddx, a->M, a->K, "dX", "lddx"));
     if (a->dW)
         NF_TRY(check_ld(fn, a->lddw, a->K, a->N, "lddw"));
     if (a->dh)
@@ -468,12 +454,9 @@ float nf_attention_default_scale(nf_activation act, int32_t D)
         NF_TRY(in_range(fn, (a)->max_seqlen_q, 1, MAX_ROWS, "max_seqlen_q"));              \
         NF_TRY(in_range(fn, (a)->max_seqlen_k, 0, MAX_ROWS, "max_seqlen_k"));              \
         const int64_t hd_ = (int64_t)(a)->H * (a)->D;                                      \
-        NF_TRY(need(fn, (a)->Q, "Q"));                                                     \
-        NF_TRY(check_ld(fn, (a)->ldq, (a)->Tq, hd_, "ldq"));                               \
-        NF_TRY(need(fn, (a)->K, "K"));                                                     \
-        NF_TRY(check_ld(fn, (a)->ldk, (a)->Tk, hd_, "ldk"));                               \
-        NF_TRY(need(fn, (a)->V, "V"));                                                     \
-        NF_TRY(check_ld(fn, (a)->ldv, (a)->Tk, hd_, "ldv"));                               \
+        NF_TRY(need_matrix(fn, (a)->Q, (a)->ldq, (a)->Tq, hd_, "Q", "ldq"));               \
+        NF_TRY(need_matrix(fn, (a)->K, (a)->ldk, (a)->Tk, hd_, "K", "ldk"));               \
+        NF_TRY(need_matrix(fn, (a)->V, (a)->ldv, (a)->Tk, hd_, "V", "ldv"));               \
         if ((unsigned)(a)->act >= NF_ACT_COUNT)                                            \
             return nf_fail(NF_ERR_BAD_VALUE, fn, "act is %d, not an nf_activation",        \
                            (int)(a)->act);                                                 \
@@ -502,8 +485,7 @@ static nf_status check_attention_fwd(const char *fn, const nf_attention_fwd_args
     const int64_t hd = (int64_t)a->H * a->D;
     if (a->R)
         NF_TRY(check_ld(fn, a->ldr, a->Tq, hd, "ldr"));
-    NF_TRY(need(fn, a->Y, "Y"));
-    NF_TRY(check_ld(fn, a->ldy, a->Tq, hd, "ldy"));
+    NF_TRY(need_matrix(fn, a->Y, a->ldy, a->Tq, hd, "Y", "ldy"));
     if (a->O)
         NF_TRY(check_ld(fn, a->ldo, a->Tq, hd, "ldo"));
     if (a->lse && a->act != NF_ACT_SOFTMAX)
@@ -539,8 +521,7 @@ static nf_status check_attention_bwd(const char *fn, const nf_attention_bwd_args
     const int64_t hd = (int64_t)a->H * a->D;
     if (a->residual_is_q != 0 && a->residual_is_q != 1)
         return nf_fail(NF_ERR_BAD_VALUE, fn, "residual_is_q is %d, must be 0 or 1", a->residual_is_q);
-    NF_TRY(need(fn, a->O, "O"));
-    NF_TRY(check_ld(fn, a->ldo, a->Tq, hd, "ldo"));
+    NF_TRY(need_matrix(fn, a->O, a->ldo, a->Tq, hd, "O", "ldo"));
     NF_TRY(need(fn, a->ln_mean, "ln_mean"));
     NF_TRY(need(fn, a->ln_rstd, "ln_rstd"));
     NF_TRY(need(fn, a->rms_rstd, "rms_rstd"));
@@ -549,14 +530,10 @@ static nf_status check_attention_bwd(const char *fn, const nf_attention_bwd_args
     else if (a->lse)
         return nf_fail(NF_ERR_INCONSISTENT, fn, "lse is set, but act %s has no log-sum-exp",
                        nf_activation_name(a->act));
-    NF_TRY(need(fn, a->dY, "dY"));
-    NF_TRY(check_ld(fn, a->lddy, a->Tq, hd, "lddy"));
-    NF_TRY(need(fn, a->dQ, "dQ"));
-    NF_TRY(check_ld(fn, a->lddq, a->Tq, hd, "lddq"));
-    NF_TRY(need(fn, a->dK, "dK"));
-    NF_TRY(check_ld(fn, a->lddk, a->Tk, hd, "lddk"));
-    NF_TRY(need(fn, a->dV, "dV"));
-    NF_TRY(check_ld(fn, a->lddv, a->Tk, hd, "lddv"));
+    NF_TRY(need_matrix(fn, a->dY, a->lddy, a->Tq, hd, "dY", "lddy"));
+    NF_TRY(need_matrix(fn, a->dQ, a->lddq, a->Tq, hd, "dQ", "lddq"));
+    NF_TRY(need_matrix(fn, a->dK, a->lddk, a->Tk, hd, "dK", "lddk"));
+    NF_TRY(need_matrix(fn, a->dV, a->lddv, a->Tk, hd, "dV", "lddv"));
     NF_TRY(grad_iff(fn, a->g_ln, a->dg_ln, "g_ln", "dg_ln"));
     NF_TRY(grad_iff(fn, a->g_rms, a->dg_rms, "g_rms", "dg_rms"));
     NF_TRY(aligned(fn, a->O, BF16_ALIGN, "O"));

@@ -28,6 +28,7 @@
 #include <criterion/logging.h>
 
 #include "props.h"
+#include "property_tests/case_report.h"
 #include "property_tests/test_rng.h"
 #include "runner.h"
 
@@ -85,11 +86,7 @@ static int64_t fully_masked_rows(nf_case_data *d)
  * output's statistics, and the one-line repros. */
 static void report(const nf_entry *e, const nf_case *c, const nf_case_result *r, uint64_t base)
 {
-    char repro[768];
-    nf_case_result_print(stderr, e, c, r);
-    nf_check_repro(repro, sizeof repro, e, c);
-    fprintf(stderr, "  repro: %s\n  repro (whole test): NF_SEED=%llu ./ref_attention_test --filter '%s/%s'\n",
-            repro, (unsigned long long)base, criterion_current_suite->name, criterion_current_test->name);
+    nf_report_case(e, c, r, base, "ref_attention_test", "");
 }
 
 /* Run one case through entry e (prepare -> execute -> judge); the ref

@@ -34,6 +34,7 @@
 
 #include "bf16.h"
 #include "props.h"
+#include "property_tests/case_report.h"
 #include "property_tests/test_rng.h"
 #include "runner.h"
 
@@ -70,11 +71,7 @@ static nf_case make_case(nf_op op, nf_norm_kind kind, const norm_shape *s, uint6
 
 static void report(const nf_entry *e, const nf_case *c, const nf_case_result *r, uint64_t base)
 {
-    char repro[768];
-    nf_case_result_print(stderr, e, c, r);
-    nf_check_repro(repro, sizeof repro, e, c);
-    fprintf(stderr, "  repro: %s --oracle mpfr\n  repro (whole test): NF_SEED=%llu ./ref_cudnn_test --filter '%s/%s'\n",
-            repro, (unsigned long long)base, criterion_current_suite->name, criterion_current_test->name);
+    nf_report_case(e, c, r, base, "ref_cudnn_test", " --oracle mpfr");
 }
 
 /* Host copies of every output of d (the launch's downloaded bytes). */

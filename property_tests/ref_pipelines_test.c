@@ -32,6 +32,7 @@
 #include <criterion/logging.h>
 
 #include "props.h"
+#include "property_tests/case_report.h"
 #include "property_tests/test_rng.h"
 #include "runner.h"
 
@@ -73,11 +74,7 @@ static nf_case make_case(nf_op op, const pipe_shape *s, const pipe_opts *o, uint
 
 static void report(const nf_entry *e, const nf_case *c, const nf_case_result *r, uint64_t base)
 {
-    char repro[768];
-    nf_case_result_print(stderr, e, c, r);
-    nf_check_repro(repro, sizeof repro, e, c);
-    fprintf(stderr, "  repro: %s\n  repro (whole test): NF_SEED=%llu ./ref_pipelines_test --filter '%s/%s'\n",
-            repro, (unsigned long long)base, criterion_current_suite->name, criterion_current_test->name);
+    nf_report_case(e, c, r, base, "ref_pipelines_test", "");
 }
 
 /* Run case c through entry e: prepare -> execute -> judge.  may_skip: a

@@ -147,18 +147,26 @@ __device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const uint4 (&
     });
 }
 
+/* Shared floats write_partials needs: a column sum per group of the CTA when
+ * the CTA holds several row groups (CTA * VPT * 8, i.e. 32 bytes per thread
+ * per vector), none otherwise. */
+template <int TPR, int VPT> constexpr int partials_red_floats()
+{
+    return cta_threads<TPR>() > TPR ? cta_threads<TPR>() * VPT * NF_VEC : 1;
+}
+
 /* The CTA's dg and db column sums (one per group, in registers) combined in
- * group order through shared memory; the CTA writes row blockIdx.x of
- * part_g / part_b (skipped where NULL). Every thread of the block calls it. */
+ * group order through shared memory `red` (partials_red_floats floats); the
+ * CTA writes row blockIdx.x of part_g / part_b (skipped where NULL). Every
+ * thread of the block calls it. */
 template <int TPR, int VPT, bool LN, int NB>
 __device__ __forceinline__ void write_partials(const nf_norm_bwd_args &a, int t, int group, int nv,
                                                float *part_g, float *part_b,
                                                const float (&acc_g)[VPT][NF_VEC],
-                                               const float (&acc_b)[NB][NF_VEC])
+                                               const float (&acc_b)[NB][NF_VEC], float *red)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
     constexpr int COLS = TPR * VPT * NF_VEC; /* columns a group covers */
-    __shared__ float red[ROWS > 1 ? ROWS * COLS : 1];
     for (int which = 0; which < 2; ++which) {
         float *part = which == 0 ? part_g : part_b;
         if (!part) /* uniform over the block */
@@ -232,9 +240,11 @@ norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
             row_dx<TPR, VPT, LN, ACC>(a, xv, dyv, t, nv, row, c, want_g, want_b, acc_g, acc_b);
     }
 
-    if constexpr (ACC)
+    if constexpr (ACC) {
+        __shared__ float red[partials_red_floats<TPR, VPT>()];
         write_partials<TPR, VPT, LN>(a, t, group, nv, want_g ? part_g : nullptr,
-                                     want_b ? part_b : nullptr, acc_g, acc_b);
+                                     want_b ? part_b : nullptr, acc_g, acc_b, red);
+    }
 }
 
 /* ---- software-pipelined row kernel (n <= 4096) ------------------------------------------ */
@@ -317,8 +327,100 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
         cur = nxt;
     }
 
+    __shared__ float red[partials_red_floats<TPR, VPT>()];
     write_partials<TPR, VPT, LN>(a, t, group, nv, want_g ? part_g : nullptr,
-                                 want_b ? part_b : nullptr, acc_g, acc_b);
+                                 want_b ? part_b : nullptr, acc_g, acc_b, red);
+}
+
+/* ---- row kernel with rows staged in shared memory ---------------------------------------- */
+
+/*
+ * Same math, operation order and dg/db partial layout as norm_bwd_vec<..., ACC=true>;
+ * the rows reach the registers through a ring of STAGES slots in shared memory
+ * filled by cp.async, STAGES - 1 row groups ahead of the one being computed.
+ * The register-cached kernels keep at most the current (plain) or the next
+ * (pipelined) row in flight per group, and for n > 4096 a 512-thread CTA
+ * holding one row, its prefetch and the dg/db accumulators does not fit the
+ * register file; the ring keeps STAGES - 1 rows of loads in flight per group
+ * at the cost of shared memory only.  The ring's first slot doubles as the
+ * partials' reduction buffer at the end (one slot's vectors are exactly
+ * partials_red_floats floats).
+ */
+template <int TPR, int VPT, bool LN, int STAGES>
+using BwdRing = NfRowRing<2, LN ? 2 : 1, VPT, cta_threads<TPR>(), STAGES>;
+
+template <int TPR, int VPT, bool LN, int STAGES>
+__global__ void __launch_bounds__(cta_threads<TPR>())
+norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
+    static_assert(STAGES >= 2, "a ring of one slot keeps nothing in flight");
+    __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
+    extern __shared__ uint4 ring_smem[];
+    const BwdRing<TPR, VPT, LN, STAGES> ring(ring_smem);
+    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int nv = (int)(a.n / NF_VEC);
+    const bool want_g = part_g != NULL, want_b = LN && part_b != NULL;
+
+    /* Copies of row group rg into slot s, as one cp.async group; rows >= M and
+     * columns >= n zero-filled (always committed, so the group count stays
+     * uniform and wait_group<STAGES - 1> always means "slot of this row ready"). */
+    auto stage = [&](int64_t rg, int s) {
+        const int64_t row = rg * ROWS + group;
+        const bool live = row < a.M;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            const int v = t + k * TPR;
+            const bool in = live && v < nv;
+            const int64_t off = in ? (int64_t)v * NF_VEC : 0;
+            nf_cp_async16(&ring.vec(s, 0, k), a.x + (in ? row * a.ldx : 0) + off, in);
+            nf_cp_async16(&ring.vec(s, 1, k), a.dy + (in ? row * a.lddy : 0) + off, in);
+        }
+        nf_cp_async4(&ring.stat(s, 0), a.rstd + (live ? row : 0), live);
+        if constexpr (LN)
+            nf_cp_async4(&ring.stat(s, 1), a.mean + (live ? row : 0), live);
+        nf_cp_async_commit();
+    };
+
+    float acc_g[VPT][NF_VEC], acc_b[LN ? VPT : 1][NF_VEC];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k)
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e) {
+            acc_g[k][e] = 0.0f;
+            acc_b[LN ? k : 0][e] = 0.0f;
+        }
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s)
+        stage(blockIdx.x + (int64_t)s * gridDim.x, s);
+    int s = 0; /* the slot of row group rg */
+    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
+        /* refill the slot read last iteration (by this thread only, already consumed) */
+        stage(rg + (int64_t)(STAGES - 1) * gridDim.x, s == 0 ? STAGES - 1 : s - 1);
+        nf_cp_async_wait<STAGES - 1>();
+
+        const int64_t row = rg * ROWS + group;
+        uint4 xv[VPT], dyv[VPT];
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            xv[k] = ring.vec(s, 0, k);
+            dyv[k] = ring.vec(s, 1, k);
+        }
+        RowCoef<LN> c;
+        c.init(ring.stat(s, 0), LN ? ring.stat(s, 1) : 0.0f);
+        row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch[group], c);
+        if (row < a.M)
+            row_dx<TPR, VPT, LN, true>(a, xv, dyv, t, nv, row, c, want_g, want_b, acc_g, acc_b);
+        s = s + 1 == STAGES ? 0 : s + 1;
+    }
+
+    /* the trailing copies (rows past M, zero-filled) land before the ring is reused */
+    nf_cp_async_wait<0>();
+    __syncthreads();
+    write_partials<TPR, VPT, LN>(a, t, group, nv, want_g ? part_g : nullptr,
+                                 want_b ? part_b : nullptr, acc_g, acc_b,
+                                 reinterpret_cast<float *>(ring_smem));
 }
 
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
@@ -545,6 +647,32 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
     kernel<<<(unsigned)grid, CTA, 0, nf_stream_of(ctx)>>>(*a, pg, pb);
     NF_CUDA_LAUNCHED("norm_bwd_pipe");
+    return finish_partials(ctx, a, grid, pg, pb);
+}
+
+/* Staged path: persistent grid sized by occupancy with the ring's shared memory,
+ * trimmed like the pipelined one. */
+template <int TPR, int VPT, bool LN, int STAGES>
+nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    constexpr size_t smem = BwdRing<TPR, VPT, LN, STAGES>::kBytes;
+    static_assert(BwdRing<TPR, VPT, LN, 1>::kBytes >= partials_red_floats<TPR, VPT>() * sizeof(float),
+                  "one ring slot holds the partials' reduction");
+    auto kernel = norm_bwd_staged<TPR, VPT, LN, STAGES>;
+    NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const int64_t groups = (a->M + ROWS - 1) / ROWS;
+    int per_sm = 0;
+    NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CTA, smem));
+    const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
+    int64_t iters = (groups + resident - 1) / resident; /* row groups per CTA */
+    if (iters < 1)
+        iters = 1;
+    const int64_t grid = (groups + iters - 1) / iters;
+    float *pg = NULL, *pb = NULL;
+    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
+    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
+    NF_CUDA_LAUNCHED("norm_bwd_staged");
     return finish_partials(ctx, a, grid, pg, pb);
 }
 

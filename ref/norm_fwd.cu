@@ -97,13 +97,26 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
 
 /* ---- vectorised path ---------------------------------------------------------- */
 
-/* The row cached in this thread's xv (VPT vectors, columns t + k TPR) normalised:
- * statistics over the group, saved by thread 0, y stored.  Every thread of the
- * block calls it (group reductions); dead groups (row >= M) only reduce. */
+/* One row per TPR-thread group; VPT 8-element vectors per thread. */
 template <int TPR, int VPT, bool LN>
-__device__ __forceinline__ void normalize_row(const nf_norm_fwd_args &a, int64_t row, int t,
-                                              int nv, uint4 (&xv)[VPT], float *scratch)
+__global__ void __launch_bounds__(cta_threads<TPR>())
+norm_fwd_vec(const nf_norm_fwd_args a)
 {
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
+    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int64_t row = (int64_t)blockIdx.x * ROWS + group;
+    const bool live = row < a.M;
+    const int nv = (int)(a.n / NF_VEC);
+
+    /* load: the row lives in registers from here on */
+    uint4 xv[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+        const int v = t + k * TPR;
+        xv[k] = (live && v < nv) ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC)
+                                 : make_uint4(0, 0, 0, 0);
+    }
     /* one pass over the cached row, valid vectors only; the fence keeps the
      * row packed between passes (nf_reg_fence) */
     auto cached = [&](auto &&f) {
@@ -121,8 +134,8 @@ __device__ __forceinline__ void normalize_row(const nf_norm_fwd_args &a, int64_t
         for (int k = 0; k < VPT; ++k)
             nf_reg_fence(xv[k]);
     };
-    const RowStats st = row_stats<TPR, LN>(cached, a.n, a.eps, scratch);
-    if (row >= a.M)
+    const RowStats st = row_stats<TPR, LN>(cached, a.n, a.eps, scratch[group]);
+    if (!live)
         return;
     if (t == 0) {
         if (a.rstd)
@@ -154,78 +167,6 @@ __device__ __forceinline__ void normalize_row(const nf_norm_fwd_args &a, int64_t
         }
         nf_stg8(a.y + row * a.ldy + (int64_t)v * NF_VEC, nf_pack8(f));
     }
-}
-
-/* One row per TPR-thread group; VPT 8-element vectors per thread. */
-template <int TPR, int VPT, bool LN>
-__global__ void __launch_bounds__(cta_threads<TPR>())
-norm_fwd_vec(const nf_norm_fwd_args a)
-{
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
-    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
-    const int64_t row = (int64_t)blockIdx.x * ROWS + group;
-    const bool live = row < a.M;
-    const int nv = (int)(a.n / NF_VEC);
-
-    /* load: the row lives in registers from here on */
-    uint4 xv[VPT];
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-        const int v = t + k * TPR;
-        xv[k] = (live && v < nv) ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC)
-                                 : make_uint4(0, 0, 0, 0);
-    }
-    normalize_row<TPR, VPT, LN>(a, row, t, nv, xv, scratch[group]);
-}
-
-/*
- * Persistent variant: each CTA walks row groups blockIdx.x, + gridDim.x, ...,
- * the rows reaching registers through a ring of STAGES shared-memory slots
- * filled by cp.async STAGES - 1 row groups ahead (NfRowRing), so loads stay
- * in flight through each row's reductions and stores and no last wave idles.
- */
-template <int TPR, int VPT, int STAGES>
-using FwdRing = NfRowRing<1, 0, VPT, cta_threads<TPR>(), STAGES>;
-
-template <int TPR, int VPT, bool LN, int STAGES>
-__global__ void __launch_bounds__(cta_threads<TPR>())
-norm_fwd_staged(const nf_norm_fwd_args a)
-{
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    static_assert(STAGES >= 2, "a ring of one slot keeps nothing in flight");
-    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
-    extern __shared__ uint4 ring_smem[];
-    const FwdRing<TPR, VPT, STAGES> ring(ring_smem);
-    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
-    const int nv = (int)(a.n / NF_VEC);
-
-    /* row group rg into slot s as one cp.async group (always committed) */
-    auto stage = [&](int64_t rg, int s) {
-        const int64_t row = rg * ROWS + group;
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const int v = t + k * TPR;
-            const bool in = row < a.M && v < nv;
-            nf_cp_async16(&ring.vec(s, 0, k), a.x + (in ? row * a.ldx + (int64_t)v * NF_VEC : 0), in);
-        }
-        nf_cp_async_commit();
-    };
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s)
-        stage(blockIdx.x + (int64_t)s * gridDim.x, s);
-    int s = 0;
-    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
-        stage(rg + (int64_t)(STAGES - 1) * gridDim.x, s == 0 ? STAGES - 1 : s - 1);
-        nf_cp_async_wait<STAGES - 1>();
-        uint4 xv[VPT];
-#pragma unroll
-        for (int k = 0; k < VPT; ++k)
-            xv[k] = ring.vec(s, 0, k);
-        normalize_row<TPR, VPT, LN>(a, rg * ROWS + group, t, nv, xv, scratch[group]);
-        s = s + 1 == STAGES ? 0 : s + 1;
-    }
-    nf_cp_async_wait<0>(); /* no copy outlives the CTA */
 }
 
 /* ---- scalar fallback ------------------------------------------------------------ */
@@ -280,26 +221,6 @@ nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
     return NF_OK;
 }
 
-template <int TPR, int VPT, bool LN, int STAGES>
-nf_status launch_staged(nf_context *ctx, const nf_norm_fwd_args *a, cudaStream_t st)
-{
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
-    constexpr size_t smem = FwdRing<TPR, VPT, STAGES>::kBytes;
-    auto kernel = norm_fwd_staged<TPR, VPT, LN, STAGES>;
-    NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    const int64_t groups = (a->M + ROWS - 1) / ROWS;
-    int per_sm = 0;
-    NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CTA, smem));
-    const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
-    int64_t iters = (groups + resident - 1) / resident; /* row groups per CTA */
-    if (iters < 1)
-        iters = 1;
-    const int64_t grid = (groups + iters - 1) / iters;
-    kernel<<<(unsigned)grid, CTA, smem, st>>>(*a);
-    NF_CUDA_LAUNCHED("norm_fwd_staged");
-    return NF_OK;
-}
-
 /*
  * (threads per row TPR, 16-byte vectors per thread VPT) by row length, with
  * TPR * VPT * 8 >= n.  Chosen per kind by measurement on the H200 (bench
@@ -311,7 +232,7 @@ nf_status launch_staged(nf_context *ctx, const nf_norm_fwd_args *a, cudaStream_t
  * 2^28: one 256-thread block barrier per reduction instead of 512).
  */
 template <bool LN>
-nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_fwd_args *a, cudaStream_t st)
+nf_status launch_vec_by_n(const nf_norm_fwd_args *a, cudaStream_t st)
 {
     const int64_t nv = a->n / NF_VEC;
     if (nv <= 32)   return launch_vec<32, 1, LN>(a, st);     /* n <= 256   */
@@ -361,5 +282,5 @@ extern "C" nf_status nf_ref_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
                      (a->kind != NF_NORM_LAYER || aligned16(a->b));
     if (!vec)
         return a->n <= kScalarWarpMaxN ? launch_scalar<32>(a, st) : launch_scalar<256>(a, st);
-    return a->kind == NF_NORM_LAYER ? launch_vec_by_n<true>(ctx, a, st) : launch_vec_by_n<false>(ctx, a, st);
+    return a->kind == NF_NORM_LAYER ? launch_vec_by_n<true>(a, st) : launch_vec_by_n<false>(a, st);
 }

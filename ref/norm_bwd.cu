@@ -16,9 +16,13 @@
  * rounds once to bf16.  Measured on the H200 (reports/h200/ab_*.log), this
  * reducer took the n = 1024 backward from 160 to 128 us; pipelining the row
  * loop alone moved it by less than the run-to-run spread (160 vs 162 us).
+ * The reducer is launched as a programmatic dependent (PDL) of the partials'
+ * kernel; skipping it altogether saves 2-7 us at M n = 2^26, and the PDL
+ * launch recovers 0-1.5 us of that, inside the run-to-run spread
+ * (reports/h200/ab_norm_pdl).
  *
  * Paths:
- *  - vectorised, n <= 16384 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
+ *  - vectorised, n <= 8192 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
  *    dx, g): persistent CTAs; a group of TPR threads owns a row, caches x and
  *    dy in registers (read once), reduces the two row sums, writes dx, and
  *    keeps its columns' dg/db contributions in registers across all the rows
@@ -27,6 +31,11 @@
  *    Where measured faster (launch_vec_by_n) the row loop is software-
  *    pipelined instead (norm_bwd_pipe): the next row's x/dy loads are in
  *    flight while the current row is reduced and stored.
+ *  - vectorised, 8192 < n <= 16384: the same, but the rows reach the
+ *    registers through a shared-memory ring filled by cp.async a row ahead
+ *    (norm_bwd_staged): a 512-thread CTA holding a row and the dg/db
+ *    accumulators fills the register file, one row per SM, and the ring keeps
+ *    the next row's loads in flight meanwhile.
  *  - vectorised, 16384 < n <= 32768: the same row kernel without the dg/db
  *    registers (they would spill), then a column-partial kernel that re-reads
  *    x and dy once for dg/db.
@@ -222,6 +231,7 @@ norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
                 acc_b[k][e] = 0.0f;
         }
 
+    nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
         const int64_t row = rg * ROWS + group;
         const bool live = row < a.M;
@@ -310,6 +320,7 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
             acc_b[LN ? k : 0][e] = 0.0f;
         }
 
+    nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     RowTile<VPT> cur;
     load_row<TPR, VPT, LN>(a, (int64_t)blockIdx.x * ROWS + group, t, nv, cur);
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
@@ -339,10 +350,16 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
  * the rows reach the registers through a ring of STAGES slots in shared memory
  * filled by cp.async, STAGES - 1 row groups ahead of the one being computed.
  * The register-cached kernels keep at most the current (plain) or the next
- * (pipelined) row in flight per group, and for n > 4096 a 512-thread CTA
+ * (pipelined) row in flight per group, and at n = 16384 a 512-thread CTA
  * holding one row, its prefetch and the dg/db accumulators does not fit the
  * register file; the ring keeps STAGES - 1 rows of loads in flight per group
- * at the cost of shared memory only.  The ring's first slot doubles as the
+ * at the cost of shared memory only.  Measured (reports/h200/ab_norm_staged,
+ * ab_norm_pdl): only where the plain kernel runs one CTA per SM does it pay,
+ * and with 2 slots: at n = 16384 0.65 -> 0.75 (RMSNorm) and 0.52 -> 0.56
+ * (LayerNorm) of copy bandwidth at M n = 2^26, 0.69 -> 0.75 (LayerNorm) at
+ * 2^28.  Deeper rings, or the ring at n <= 8192, cost more occupancy than
+ * they hide latency (0.38-0.73 where the register-cached kernels reach
+ * 0.51-0.96).  The ring's first slot doubles as the
  * partials' reduction buffer at the end (one slot's vectors are exactly
  * partials_red_floats floats).
  */
@@ -391,6 +408,7 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
             acc_b[LN ? k : 0][e] = 0.0f;
         }
 
+    nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s)
         stage(blockIdx.x + (int64_t)s * gridDim.x, s);
@@ -470,6 +488,7 @@ template <bool LN>
 __global__ void __launch_bounds__(kColThreads)
 norm_bwd_columns(const nf_norm_bwd_args a, int64_t rows_per_chunk, float *part_g, float *part_b)
 {
+    nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     const int64_t j = (int64_t)blockIdx.x * kColThreads + threadIdx.x;
     if (j >= a.n)
         return;
@@ -513,10 +532,22 @@ norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf1
         return;
     const int lane = threadIdx.x % NF_WARP, warp = threadIdx.x / NF_WARP;
     const int64_t j = (int64_t)blockIdx.x * kSumCols + lane;
+    nf_pdl_wait(); /* the partial rows are the predecessor's output */
     double s = 0.0;
-    if (j < n)
-        for (int64_t p = warp; p < parts; p += kSumWarps)
+    if (j < n) {
+        /* four loads in flight per step (the chain of adds keeps its order) */
+        int64_t p = warp;
+        for (; p + 3 * kSumWarps < parts; p += 4 * kSumWarps) {
+            const float v0 = part[p * n + j], v1 = part[(p + kSumWarps) * n + j];
+            const float v2 = part[(p + 2 * kSumWarps) * n + j], v3 = part[(p + 3 * kSumWarps) * n + j];
+            s += (double)v0;
+            s += (double)v1;
+            s += (double)v2;
+            s += (double)v3;
+        }
+        for (; p < parts; p += kSumWarps)
             s += (double)part[p * n + j];
+    }
     warp_sum[warp][lane] = s;
     __syncthreads();
     if (warp == 0 && j < n) {
@@ -557,10 +588,19 @@ nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t pa
 {
     if (!pg && !pb)
         return NF_OK;
-    const dim3 grid((unsigned)((a->n + kSumCols - 1) / kSumCols), 2);
-    norm_bwd_sum_parts<<<grid, kSumCols * kSumWarps, 0, nf_stream_of(ctx)>>>(pg, a->dg, pb, a->db,
-                                                                            parts, a->n);
-    NF_CUDA_LAUNCHED("norm_bwd_sum_parts");
+    /* launched as a programmatic dependent of the partials' kernel: its CTAs
+     * are scheduled while that kernel drains and wait in nf_pdl_wait */
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((a->n + kSumCols - 1) / kSumCols), 2);
+    cfg.blockDim = dim3(kSumCols * kSumWarps);
+    cfg.stream = nf_stream_of(ctx);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, norm_bwd_sum_parts, (const float *)pg, a->dg,
+                                   (const float *)pb, a->db, parts, a->n));
     return NF_OK;
 }
 
@@ -627,22 +667,31 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return ACC ? finish_partials(ctx, a, grid, pg, pb) : columns(ctx, a, slot);
 }
 
-/* Pipelined path: persistent grid of as many CTAs as fit at once, trimmed so
- * every CTA runs the same number of row groups (no idle tail CTAs, fewer
- * partial rows). */
+/* A persistent grid for `groups` row groups: as many CTAs as fit at once,
+ * trimmed so every CTA runs the same number of row groups (no idle tail CTAs,
+ * fewer partial rows). */
+template <class Kernel>
+nf_status balanced_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t groups,
+                        int64_t *grid)
+{
+    int per_sm = 0;
+    NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, cta, smem));
+    const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
+    int64_t iters = (groups + resident - 1) / resident; /* row groups per CTA */
+    if (iters < 1)
+        iters = 1;
+    *grid = (groups + iters - 1) / iters;
+    return NF_OK;
+}
+
+/* Pipelined path: the next row's loads in registers, balanced persistent grid. */
 template <int TPR, int VPT, bool LN>
 nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
     auto kernel = norm_bwd_pipe<TPR, VPT, LN>;
-    const int64_t groups = (a->M + ROWS - 1) / ROWS;
-    int per_sm = 0;
-    NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CTA, 0));
-    const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
-    int64_t iters = (groups + resident - 1) / resident; /* row groups per CTA */
-    if (iters < 1)
-        iters = 1;
-    const int64_t grid = (groups + iters - 1) / iters;
+    int64_t grid;
+    NF_TRY(balanced_grid(ctx, kernel, CTA, 0, (a->M + ROWS - 1) / ROWS, &grid));
     float *pg = NULL, *pb = NULL;
     NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
     kernel<<<(unsigned)grid, CTA, 0, nf_stream_of(ctx)>>>(*a, pg, pb);
@@ -650,8 +699,8 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return finish_partials(ctx, a, grid, pg, pb);
 }
 
-/* Staged path: persistent grid sized by occupancy with the ring's shared memory,
- * trimmed like the pipelined one. */
+/* Staged path: rows through the shared-memory ring, balanced persistent grid
+ * (occupancy counted with the ring). */
 template <int TPR, int VPT, bool LN, int STAGES>
 nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
@@ -661,14 +710,8 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
                   "one ring slot holds the partials' reduction");
     auto kernel = norm_bwd_staged<TPR, VPT, LN, STAGES>;
     NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    const int64_t groups = (a->M + ROWS - 1) / ROWS;
-    int per_sm = 0;
-    NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CTA, smem));
-    const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
-    int64_t iters = (groups + resident - 1) / resident; /* row groups per CTA */
-    if (iters < 1)
-        iters = 1;
-    const int64_t grid = (groups + iters - 1) / iters;
+    int64_t grid;
+    NF_TRY(balanced_grid(ctx, kernel, CTA, smem, (a->M + ROWS - 1) / ROWS, &grid));
     float *pg = NULL, *pb = NULL;
     NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
     kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
@@ -685,6 +728,8 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
  * 2^28); n in (4096, 8192]: the plain kernel with half the vectors (0.71 ->
  * 0.73).  LayerNorm, n in (512, 2048]: the plain row kernel (0.71-0.76 ->
  * 0.74-0.77; the prefetch's registers cost more occupancy than it hides).
+ * Both kinds, n in (8192, 16384]: the staged kernel with a 2-slot ring
+ * (norm_bwd_staged's comment has the numbers).
  */
 template <bool LN>
 nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
@@ -703,7 +748,7 @@ nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         if (nv <= 512)  return launch_pipe_kind<128, 4, LN>(ctx, a, slot);           /* n <= 4096  */
         if (nv <= 1024) return launch_vec_kind<512, 2, LN, true>(ctx, a, slot);      /* n <= 8192  */
     }
-    if (nv <= 2048) return launch_vec_kind<512, 4, LN, true>(ctx, a, slot);          /* n <= 16384 */
+    if (nv <= 2048) return launch_staged_kind<512, 4, LN, 2>(ctx, a, slot);          /* n <= 16384 */
     return launch_vec_kind<1024, 4, LN, false>(ctx, a, slot);                        /* n <= 32768 */
 }
 

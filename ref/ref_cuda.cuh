@@ -125,6 +125,19 @@ struct NfRowRing {
     __device__ float &stat(int stage, int i) const { return stats[(stage * NSTAT + i) * CTA + threadIdx.x]; }
 };
 
+/* ---- programmatic dependent launch ------------------------------------------------- */
+
+/* In a kernel whose successor on the stream was launched with
+ * cudaLaunchAttributeProgrammaticStreamSerialization: let the successor's
+ * CTAs be scheduled now (they wait in nf_pdl_wait).  A no-op otherwise. */
+__device__ __forceinline__ void nf_pdl_launch_dependents()
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+/* In such a successor: wait until the predecessor grid has completed and its
+ * writes are visible.  A no-op when launched without the attribute. */
+__device__ __forceinline__ void nf_pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 /* ---- reductions ---------------------------------------------------------------- */
 
 /* Reduce v over the GROUP threads (a multiple of 32, or 32) that share a row

@@ -93,10 +93,13 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
+    /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
+     * ring of fewer (the shared memory goes to a deeper stage ring instead) */
+    static constexpr int Y_SLOTS = Y_SLOTS_;
     /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
     static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = ROLE_COUNT * kWarpgroupThreads;
@@ -109,13 +112,14 @@ struct config {
     static constexpr int Y_BOX_BYTES = Y_BOX_ROWS * kSwizzleCols * kBf16; /* 8 KB */
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
+    static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
 };
 
 template <class C>
 struct shared_storage {
     alignas(kSmemAlign) uint8_t a[C::STAGES][C::A_BYTES];
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
-    alignas(kSmemAlign) uint8_t y[kConsumers][C::B_BOXES][C::Y_BOX_BYTES];
+    alignas(kSmemAlign) uint8_t y[kConsumers][C::Y_SLOTS][C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
     float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
 };
@@ -227,7 +231,8 @@ __device__ __forceinline__ float mainloop(shared_storage<C> &s, ring_pos<C::STAG
     return ss;
 }
 
-/* rstd = 1/sqrt(ss/K + eps); Y = bf16(acc * rstd) -> smem -> TMA store. */
+/* rstd = 1/sqrt(ss/K + eps); Y = bf16(acc * rstd) -> smem -> TMA store, one
+ * 64x64 box (one bulk group) at a time. */
 template <class C>
 __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], float ss,
                                          int cw, int tid, int64_t m0, int64_t n0, int64_t M,
@@ -246,32 +251,49 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
         if (write_rstd && m0 + row < M)
             rstd_out[m0 + row] = rstd;
     }
-    if (tid == 0)
-        tma_store_wait_read(); /* the previous tile's store has left the Y buffer */
-    named_barrier_sync(bar, kWarpgroupThreads);
 
+    /* Box bx goes to slot bx % Y_SLOTS.  With a slot per box, the previous
+     * tile's stores (one group) must have read their slots before box 0, and
+     * the tile leaves as one group; with a ring, box bx waits only for the
+     * store that last used its slot (Y_SLOTS groups ago, maybe the previous
+     * tile's), and leaves as its own group. */
+    constexpr bool kRing = C::Y_SLOTS < C::B_BOXES;
     const int w = tid / 32, l = tid % 32;
     const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
-    const float rs0 = s.rstd[cw * kWgmmaM + r0], rs1 = s.rstd[cw * kWgmmaM + r1];
-#pragma unroll
-    for (int j = 0; j < C::BN / 8; ++j) {
-        /* columns 8j + 2(l%4) + {0,1}: box j/8, chunk j%8 of the 128-byte row */
-        uint8_t *box = s.y[cw][j / 8];
-        const int chunk = j % 8, byte = (l % 4) * 4;
-        const __nv_bfloat162 y0 = __floats2bfloat162_rn(acc[4 * j] * rs0, acc[4 * j + 1] * rs0);
-        const __nv_bfloat162 y1 = __floats2bfloat162_rn(acc[4 * j + 2] * rs1, acc[4 * j + 3] * rs1);
-        *reinterpret_cast<__nv_bfloat162 *>(box + r0 * kSwizzleBytes + ((chunk ^ (r0 & 7)) * kChunkBytes) + byte) = y0;
-        *reinterpret_cast<__nv_bfloat162 *>(box + r1 * kSwizzleBytes + ((chunk ^ (r1 & 7)) * kChunkBytes) + byte) = y1;
-    }
-    fence_proxy_async_smem();
-    named_barrier_sync(bar, kWarpgroupThreads);
     const int64_t row0 = m0 + cw * kWgmmaM;
-    if (tid == 0 && row0 < M) {
+    float rs0 = 0.0f, rs1 = 0.0f;
 #pragma unroll
-        for (int bx = 0; bx < C::B_BOXES; ++bx)
-            if (n0 + bx * kSwizzleCols < N)
-                tma_store_2d(tm_y, s.y[cw][bx], (int32_t)(n0 + bx * kSwizzleCols), (int32_t)row0);
-        tma_store_commit();
+    for (int bx = 0; bx < C::B_BOXES; ++bx) {
+        if (bx == 0 || kRing) {
+            if (tid == 0)
+                tma_store_wait_read<kRing ? C::Y_SLOTS - 1 : 0>();
+            named_barrier_sync(bar, kWarpgroupThreads); /* slot free; s.rstd written */
+        }
+        if (bx == 0) {
+            rs0 = s.rstd[cw * kWgmmaM + r0];
+            rs1 = s.rstd[cw * kWgmmaM + r1];
+        }
+        uint8_t *box = s.y[cw][bx % C::Y_SLOTS];
+#pragma unroll
+        for (int chunk = 0; chunk < kSwizzleCols / 8; ++chunk) {
+            /* columns 64bx + 8chunk + 2(l%4) + {0,1}: chunk `chunk` of the 128-byte row */
+            const int j = bx * (kSwizzleCols / 8) + chunk, byte = (l % 4) * 4;
+            const __nv_bfloat162 y0 = __floats2bfloat162_rn(acc[4 * j] * rs0, acc[4 * j + 1] * rs0);
+            const __nv_bfloat162 y1 = __floats2bfloat162_rn(acc[4 * j + 2] * rs1, acc[4 * j + 3] * rs1);
+            *reinterpret_cast<__nv_bfloat162 *>(box + r0 * kSwizzleBytes + ((chunk ^ (r0 & 7)) * kChunkBytes) + byte) = y0;
+            *reinterpret_cast<__nv_bfloat162 *>(box + r1 * kSwizzleBytes + ((chunk ^ (r1 & 7)) * kChunkBytes) + byte) = y1;
+        }
+        if (!kRing && bx + 1 < C::B_BOXES)
+            continue; /* a slot per box: one store group for the whole tile */
+        fence_proxy_async_smem();
+        named_barrier_sync(bar, kWarpgroupThreads);
+        if (tid == 0) {
+            for (int b = kRing ? bx : 0; b <= bx; ++b)
+                if (row0 < M && n0 + b * kSwizzleCols < N)
+                    tma_store_2d(tm_y, s.y[cw][b % C::Y_SLOTS], (int32_t)(n0 + b * kSwizzleCols),
+                                 (int32_t)row0);
+            tma_store_commit(); /* ring: a group per box, even an empty one (groups are counted) */
+        }
     }
 }
 
@@ -408,8 +430,10 @@ using coop_n128 = config<128, 5, 1>;
 using coop_n256 = config<256, 3, 1>;
 using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
+using coop_n256_s4 = config<256, 4, 1, 2>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
+static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 
 } // namespace
 
@@ -421,6 +445,7 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_COOP_N256: return "coop_n256";
     case NF_PRENORM_CLUSTER2_N128: return "cluster2_n128";
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
+    case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     default: return "?";
     }
 }
@@ -450,6 +475,7 @@ extern "C" nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf
     case NF_PRENORM_COOP_N256: return launch<coop_n256>(ctx, a, B, ldb);
     case NF_PRENORM_CLUSTER2_N128: return launch<cluster2_n128>(ctx, a, B, ldb);
     case NF_PRENORM_CLUSTER2_N256: return launch<cluster2_n256>(ctx, a, B, ldb);
+    case NF_PRENORM_COOP_N256_S4: return launch<coop_n256_s4>(ctx, a, B, ldb);
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)variant);
     }
 }

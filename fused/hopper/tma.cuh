@@ -133,10 +133,12 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void 
 
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 
-/* Wait until the committed stores have finished reading shared memory. */
+/* Wait until all but the PENDING most recently committed store groups have
+ * finished reading shared memory. */
+template <int PENDING = 0>
 __device__ __forceinline__ void tma_store_wait_read()
 {
-    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
 }
 /* Wait until the committed stores are complete (visible in global memory). */
 __device__ __forceinline__ void tma_store_wait_all()

@@ -9,7 +9,7 @@
  *   ./prenorm_probe [--quick | --tails]  (NF_SEED=<seed> to change the inputs;
  *                                        --tails: tail shapes only, no timing)
  *
- * Check, per shape and tile variant (nf_prenorm_variant: coop/cluster2 x N 128/256):
+ * Check, per shape and tile variant (nf_prenorm_variant, fused/fused.h):
  *   y*_ij = rstd*_i sum_k A_ik B_kj,  rstd*_i = 1/sqrt(sum_k A_ik^2 / K + eps)  (double)
  *   allowed_ij = ulp_b(y*) + 2 K u_f (rstd* sum_k |A_ik||B_kj| + |y*_ij|)
  * on sampled rows (all rows when M <= 2048; else 0, M-1, both sides of
@@ -391,8 +391,12 @@ int main(int argc, char **argv)
         table.push_back(r);
     }
 
-    printf("\n%-18s %8s %8s %8s %8s %8s %8s %8s %6s %6s %7s %6s\n", "M x K x N", "coop128", "coop256",
-           "cl128", "cl256", "auto", "cublasLt", "roofline", "best", "b/gemm", "TFLOP/s", "%roof");
+    /* one column per variant (nf_prenorm_variant_name), then auto, cuBLASLt, the roofline */
+    printf("\n%-18s", "M x K x N");
+    for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi)
+        printf(" %13s", nf_prenorm_variant_name((nf_prenorm_variant)vi));
+    printf(" %8s %8s %8s %13s %6s %7s %6s\n", "auto", "cublasLt", "roofline", "best", "b/gemm", "TFLOP/s",
+           "%roof");
     for (const row &r : table) {
         const double flops = 2.0 * r.s.M * r.s.K * r.s.N;
         const double bytes = 2.0 * (r.s.M * r.s.K + r.s.K * r.s.N + r.s.M * r.s.N) + 4.0 * r.s.M;
@@ -401,11 +405,13 @@ int main(int argc, char **argv)
         for (int vi = 2; vi < NF_PRENORM_VARIANT_COUNT; ++vi)
             if (r.t[vi] < r.t[bi]) bi = vi;
         const double best = r.t[bi];
-        static const char *short_name[] = {"auto", "c128", "c256", "cl128", "cl256"};
         char name[64];
         snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)r.s.M, (long long)r.s.K, (long long)r.s.N);
-        printf("%-18s %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %6s %6.3f %7.0f %6.1f\n", name, r.t[1], r.t[2],
-               r.t[3], r.t[4], r.t[0], r.gemm, roof, short_name[bi], best / r.gemm,
+        printf("%-18s", name);
+        for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi)
+            printf(" %13.4f", r.t[vi]);
+        printf(" %8.4f %8.4f %8.4f %13s %6.3f %7.0f %6.1f\n", r.t[0], r.gemm, roof,
+               nf_prenorm_variant_name((nf_prenorm_variant)bi), best / r.gemm,
                flops / (best * 1e-3) * 1e-12, 100.0 * roof / best);
     }
     printf("(ms, medians of %d, L2 flushed; b/gemm = best fused variant / cuBLASLt GEMM alone)\n", kReps);

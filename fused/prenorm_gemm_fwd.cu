@@ -32,11 +32,13 @@
  * The grid is persistent (one CTA per SM) over tiles in grouped order.
  *
  * Where the sum of squares runs: each consumer warpgroup issues the four
- * wgmma of a stage, commits them, and while they run reads its 64 rows of
- * the same A stage from shared memory (two threads per row, four 16-byte
- * chunks each) and accumulates x^2 in fp32; then it waits for the previous
- * stage's wgmma and releases that stage.  The tensor cores are busy anyway,
- * so the 32 FMAs per thread per stage are hidden.  128-byte swizzle permutes
+ * wgmma of a stage, commits them, waits for the previous stage's wgmma and
+ * releases that stage to the producer, and then, while this stage's wgmma
+ * run, reads its 64 rows of the same A stage from shared memory (two threads
+ * per row, four 16-byte chunks each) and accumulates x^2 in fp32.  The
+ * tensor cores are busy anyway, so the 32 FMAs per thread per stage are
+ * hidden; releasing before them hands the stage back ~0.1 us sooner
+ * (measured 0-10 % faster, fused/NOTES.md v4).  128-byte swizzle permutes
  * the 16-byte chunks inside a 128-byte row only, so a row's sum is the same
  * whatever the permutation: each thread only needs its row.  Thread order is
  * fixed (chunk (h*4 + j) ^ (row % 8), j = 0..3 per k-tile, halves added last):
@@ -58,7 +60,7 @@
  * per CTA: BN=128: 5 x 32 KB stages + 32 KB Y tile + barriers ~ 197 KB;
  * BN=256: 3 x 48 KB stages + 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4:
  * 4 x 48 KB stages + 2 x 2 x 8 KB Y slots + barriers ~ 226 KB.
- * Measured (H200, fused/NOTES.md, the probe): 0.92-1.26x the time of
+ * Measured (H200, fused/NOTES.md v4, the probe): 0.90-1.18x the time of
  * cuBLASLt's GEMM alone over SPEC.md's seed grid (hidden% and speedup are the
  * bench tool's to measure).
  */
@@ -222,10 +224,11 @@ __device__ __forceinline__ float mainloop(shared_storage<C> &s, ring_pos<C::STAG
             wgmma_bmn<C::BN>(acc, da, db, (kt | kk) != 0);
         }
         wgmma_commit();
-        ss = row_sumsq(s.a[p.stage], row, half, ss); /* overlaps the wgmma just issued */
-        wgmma_wait<1>();                             /* the previous stage's wgmma is done */
+        wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
         if (kt > 0)
             release_stage<C>(s.ring, prev);
+        ss = row_sumsq(s.a[p.stage], row, half, ss); /* then this stage's sum of squares,
+                                                        overlapping the wgmma just issued */
         prev = p;
         p.advance();
     }

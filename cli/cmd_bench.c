@@ -18,8 +18,8 @@
  * Inputs are random (never zeros): one pool of bf16 values from a seeded
  * generator, uploaded once; each case's tensors are views into it.
  *
- *   normfuse bench [--grid norm,prenorm,postnorm,attention|all] [--quick]
- *                  [--reps N] [--json FILE] [--device N] [--seed S]
+ *   normfuse bench [--grid norm,prenorm,postnorm,attention|all] [--op LIST]
+ *                  [--impl LIST] [--quick] [--reps N] [--json FILE] [--device N] [--seed S]
  */
 #include <getopt.h>
 #include <math.h>
@@ -51,6 +51,7 @@ typedef struct bench {
     char *out;           /* outputs and saved statistics */
     int reps, warmup;
     double copy_bw_tbs, mm_peak_tflops;
+    const char *ops, *impls; /* --op / --impl: comma lists of the cases to run, NULL = all */
 } bench;
 
 typedef nf_status (*launch_fn)(bench *b, const void *args);
@@ -142,9 +143,49 @@ static double roofline_us(const bench *b, double bytes, double flops)
     return 1e6 * (t_mem > t_mm ? t_mem : t_mm);
 }
 
+/* name is one of the comma-separated words of list (NULL: every name is). */
+static int listed(const char *list, const char *name)
+{
+    if (!list)
+        return 1;
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n))
+            return 1;
+        p += len + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Every word of list names one of known[] (count); else say which one is not. */
+static int check_list(const char *opt, const char *list, const char *const *known, size_t count)
+{
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        int ok = 0;
+        for (size_t i = 0; i < count && !ok; ++i)
+            ok = strlen(known[i]) == len && !strncmp(p, known[i], len);
+        if (!ok) {
+            fprintf(stderr, "normfuse bench: %s: '%.*s' is not one of:", opt, (int)len, p);
+            for (size_t i = 0; i < count; ++i)
+                fprintf(stderr, " %s", known[i]);
+            fprintf(stderr, "\n");
+            return 0;
+        }
+        p += len + (end ? 1 : 0);
+    }
+    return 1;
+}
+
+/* Time one case and record it; -1 when it failed or --op / --impl leave it out. */
 static double run_case(bench *b, const char *op, const char *impl, shape s, double bytes,
                        double flops, launch_fn launch, const void *args)
 {
+    if (!listed(b->ops, op) || !listed(b->impls, impl))
+        return -1.0;
     nf_status st = NF_OK;
     double us = time_median(b, launch, args, &st);
     char dims[96] = "";
@@ -609,9 +650,13 @@ static int fill_pool(bench *b, uint64_t seed)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: normfuse bench [--grid LIST] [--quick] [--reps N] [--json FILE] [--device N] [--seed S]\n"
+            "usage: normfuse bench [--grid LIST] [--op LIST] [--impl LIST] [--quick] [--reps N]\n"
+            "                      [--json FILE] [--markdown FILE] [--device N] [--seed S]\n"
             "  --grid   comma list of norm, prenorm, postnorm, attention, all (default all)\n"
             "  --quick  first shape of each grid, forward ops only (a smoke run)\n"
+            "  --op     comma list: only these ops (rmsnorm_bwd, gemm, prenorm_fwd, ...); the\n"
+            "           pre-norm summary needs prenorm_fwd, gemm and rmsnorm_fwd\n"
+            "  --impl   comma list: only these impls (ref, vendor, fused, cublaslt)\n"
             "  --reps   timed repetitions per case, median reported (default 30)\n"
             "  --json   write the cases as JSON (schema in README.md)\n"
             "  --markdown  write a markdown summary (pre-norm goals, every case)\n");
@@ -626,6 +671,8 @@ int nf_cmd_bench(int argc, char **argv)
                                          {"device", required_argument, 0, 'd'},
                                          {"seed", required_argument, 0, 's'},
                                          {"markdown", required_argument, 0, 'm'},
+                                         {"op", required_argument, 0, 'o'},
+                                         {"impl", required_argument, 0, 'i'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *grids = "all", *json_path = NULL, *md_path = NULL;
@@ -633,13 +680,15 @@ int nf_cmd_bench(int argc, char **argv)
     int quick = 0, device = 0, c;
     bench b = {.reps = 30, .warmup = 3};
     uint64_t seed = 20261129;
-    while ((c = getopt_long(argc, argv, "g:qr:j:d:s:m:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "g:qr:j:d:s:m:o:i:h", opts, NULL)) != -1) {
         switch (c) {
         case 'g': grids = optarg; break;
         case 'q': quick = 1; break;
         case 'r': b.reps = atoi(optarg); break;
         case 'j': json_path = optarg; break;
         case 'm': md_path = optarg; break;
+        case 'o': b.ops = optarg; break;
+        case 'i': b.impls = optarg; break;
         case 'd': device = atoi(optarg); break;
         case 's': seed = strtoull(optarg, NULL, 0); break;
         case 'h': usage(stdout); return 0;
@@ -650,6 +699,14 @@ int nf_cmd_bench(int argc, char **argv)
         fprintf(stderr, "normfuse bench: --reps must be >= 1\n");
         return 2;
     }
+    static const char *const known_ops[] = {"rmsnorm_fwd", "rmsnorm_bwd", "layernorm_fwd",
+                                            "layernorm_bwd", "gemm", "prenorm_fwd", "prenorm_bwd",
+                                            "postnorm_fwd", "postnorm_bwd", "attention_fwd",
+                                            "attention_bwd"};
+    static const char *const known_impls[] = {"ref", "vendor", "fused", "cublaslt"};
+    if ((b.ops && !check_list("--op", b.ops, known_ops, sizeof known_ops / sizeof *known_ops)) ||
+        (b.impls && !check_list("--impl", b.impls, known_impls, sizeof known_impls / sizeof *known_impls)))
+        return 2;
     int rc = 1;
     nf_status st = nf_context_create(&b.ctx, device);
     if (st != NF_OK) {

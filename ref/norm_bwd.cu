@@ -240,7 +240,8 @@ norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
     float acc_g[ACC ? VPT : 1][NF_VEC], acc_b[ACC && LN ? VPT : 1][NF_VEC];
     zero_columns(acc_g, acc_b);
 
-    nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
+    if constexpr (ACC)
+        nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
         const int64_t row = rg * ROWS + group;
         const bool live = row < a.M;
@@ -362,9 +363,9 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
  * (LayerNorm) of copy bandwidth at M n = 2^26, 0.69 -> 0.75 (LayerNorm) at
  * 2^28.  Deeper rings, or the ring at n <= 8192, cost more occupancy than
  * they hide latency (0.38-0.73 where the register-cached kernels reach
- * 0.51-0.96).  The ring's first slot doubles as the
- * partials' reduction buffer at the end (one slot's vectors are exactly
- * partials_red_floats floats).
+ * 0.51-0.96).  The ring's first slot doubles as the partials' reduction
+ * buffer at the end (one slot's vectors are exactly partials_red_floats
+ * floats).
  */
 template <int TPR, int VPT, bool LN, int STAGES>
 using BwdRing = NfRowRing<2, LN ? 2 : 1, VPT, cta_threads<TPR>(), STAGES>;

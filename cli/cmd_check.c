@@ -5,7 +5,7 @@
  *   --in x=act.npy   float32 (rounded to bf16; the count of values the
  *                    rounding changed is printed) or uint16 (bf16 bits).
  * Without --shape the shape comes from the .npy inputs (x/A/X: rows and
- * row length, W: K x N).  Exit: 0 pass, 1 a failure, 2 usage or no device.
+ * row length, W: K x N).  Exit: 0 pass, 1 a failure, 2 usage, 77 no device.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>

@@ -8,7 +8,7 @@
  * Under mpirun/srun the rank and size come from the environment
  * (OMPI_COMM_WORLD_*, PMI_*, SLURM_*): rank r takes shard r/size, GPU
  * r % (visible GPUs), and writes LOG.rank<r> so ranks never share a file.
- * Exit status: 0 all passed, 1 a failure, 2 bad usage or no device.
+ * Exit status: 0 all passed, 1 a failure, 2 bad usage, 77 no device.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>

@@ -6,29 +6,14 @@
 #   STEPS: comma list of  build, tests, sass, bench, quickbench, torch, gate, fuzz,
 #          report  (default build,tests,bench,gate)
 #
-# On a host without network the dependencies come from .gpu-deps (see
-# scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
+# The environment (offline dependencies, PATH) and the log header come from
+# scripts/gpu_env.sh; NF_COMMIT names the tree when its git metadata cannot.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/gpu_env.sh
+. "$(dirname "$0")/gpu_env.sh"
 steps="${1:-build,tests,bench,gate}"
 out="$(mkdir -p "${2:-$root/reports/gpu-run}" && cd "${2:-$root/reports/gpu-run}" && pwd)"
-build="$root/build"
-export PATH="$PATH:/usr/local/cuda/bin"
-cmake_args=()
-if [ -d "$root/.gpu-deps/debs" ] && ! [ -f /usr/include/mpfr.h ]; then
-  "$root/scripts/prepare_offline_gpu_host.sh" unpack >/dev/null
-  cmake_args+=("-DCMAKE_PREFIX_PATH=$root/.gpu-deps/prefix/usr")
-  export LD_LIBRARY_PATH="$root/.gpu-deps/prefix/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-fi
-gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-# A tree copied without .git, or with .git metadata that may be stale, names its
-# commit through NF_COMMIT (the fallback asks git in the tree).
-commit="${NF_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
-dirty="$(git -C "$root" status --porcelain 2>/dev/null | grep -q . && echo "+uncommitted" || true)"
-header() { # file command
-  printf '# %s\n# date: %s\n# gpu: %s\n# commit: %s%s\n# command: %s\n\n' "$(basename "$1")" \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$gpu" "$commit" "$dirty" "$2" > "$1"
-}
+header() { report_header "$@"; }
 has() { [[ ",$steps," == *",$1,"* ]]; }
 
 if has build; then

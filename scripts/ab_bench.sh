@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# ab_bench.sh OUTDIR VAR=V1,V2[,...] [normfuse bench options...]
+#
+# An A/B of kernel variants on a GPU host.  The library is built with a
+# temporary switch that reads the environment variable VAR (a patch kept with
+# the results, never committed); this runs `normfuse bench` once per value,
+# each log headed like gpu_suite.sh's (NF_COMMIT should name the patch too),
+# and prints scripts/bench_compare.py over the runs into compare.txt
+# (NF_AB_COMPARE passes it options, e.g. "--time --impl ref").
+#
+# NF_AB_CHECKS: `normfuse check` cases, separated by ';', run under every
+# value before anything is timed (ab_check.log), so that a variant that is
+# fast because it is wrong shows up.  Each case gets its own seed.
+#
+# Builds first when build/ has no normfuse (scripts/gpu_suite.sh build).
+# Exit: 0, 1 when a check or a bench run failed, 2 on usage, 77 without a GPU.
+#
+#   NF_COMMIT="9949d09 + ab.diff" \
+#   NF_AB_CHECKS="--op norm_bwd --impl norm_bwd/ref --kind ln --shape M=531,N=16384" \
+#     scripts/ab_bench.sh out/ab NF_AB_BWD=0,4 --grid norm --op rmsnorm_bwd,layernorm_bwd --impl ref
+set -euo pipefail
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || usage
+spec="$2"
+var="${spec%%=*}" values="${spec#*=}"
+if [[ "$spec" != *=* || ! "$var" =~ ^[A-Za-z_][A-Za-z0-9_]*$ || ! "$values" =~ ^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$ ]]; then
+  echo "ab_bench: '$spec' is not VAR=V1,V2,... (values: letters, digits, _ . -)" >&2
+  exit 2
+fi
+# shellcheck source=scripts/gpu_env.sh
+. "$(dirname "$0")/gpu_env.sh"
+out="$(mkdir -p "$1" && cd "$1" && pwd)"
+shift 2
+cli="$build/cli/normfuse"
+[ -x "$cli" ] || "$root/scripts/gpu_suite.sh" build "$out" > /dev/null
+IFS=',' read -r -a vals <<< "$values"
+
+status=0
+if [ -n "${NF_AB_CHECKS:-}" ]; then
+  log="$out/ab_check.log"
+  report_header "$log" "under each of $var=$values: normfuse check CASE --seed S for CASE in: $NF_AB_CHECKS"
+  IFS=';' read -r -a cases <<< "$NF_AB_CHECKS"
+  for v in "${vals[@]}"; do
+    for i in "${!cases[@]}"; do
+      seed=$((20261129 + 7919 * i))
+      echo "== $var=$v normfuse check ${cases[$i]} --seed $seed" >> "$log"
+      rc=0
+      # shellcheck disable=SC2086
+      env "$var=$v" "$cli" check ${cases[$i]} --seed "$seed" >> "$log" 2>&1 || rc=$?
+      [ "$rc" = 77 ] && { echo "ab_bench: no GPU visible" >&2; exit 77; }
+      r=pass
+      if [ "$rc" != 0 ]; then r="FAIL (exit $rc)"; status=1; fi
+      echo "$var=$v check ${cases[$i]} --seed $seed: $r" | tee -a "$log"
+    done
+  done
+fi
+
+jsons=()
+for v in "${vals[@]}"; do
+  name="ab_${var}_$v"
+  log="$out/$name.log"
+  report_header "$log" "$var=$v normfuse bench $* --json $name.json"
+  rc=0
+  env "$var=$v" "$cli" bench "$@" --json "$out/$name.json" >> "$log" 2>&1 || rc=$?
+  [ "$rc" = 77 ] && { echo "ab_bench: no GPU visible" >&2; exit 77; }
+  if [ "$rc" != 0 ]; then
+    echo "ab_bench: bench failed under $var=$v (exit $rc, see $log)" >&2
+    status=1
+    continue
+  fi
+  jsons+=("$out/$name.json")
+done
+if [ ${#jsons[@]} -gt 0 ]; then
+  report_header "$out/compare.txt" "scripts/bench_compare.py ${NF_AB_COMPARE:-} ${jsons[*]##*/}"
+  # shellcheck disable=SC2086
+  python3 "$root/scripts/bench_compare.py" ${NF_AB_COMPARE:-} "${jsons[@]}" | tee -a "$out/compare.txt"
+fi
+exit $status

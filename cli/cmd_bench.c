@@ -30,6 +30,7 @@
 
 #include "bf16.h"
 #include "cli.h"
+#include "fused/fused.h"
 #include "internal.h"
 #include "json.h"
 
@@ -52,6 +53,7 @@ typedef struct bench {
     int reps, warmup;
     double copy_bw_tbs, mm_peak_tflops;
     const char *ops, *impls; /* --op / --impl: comma lists of the cases to run, NULL = all */
+    const char *variant;     /* the kernel variant the next cases run (recorded), or NULL */
 } bench;
 
 typedef nf_status (*launch_fn)(bench *b, const void *args);
@@ -64,6 +66,7 @@ typedef struct shape {
 /* Every timed case; the JSON and the markdown are both written from these. */
 typedef struct record {
     char op[24], impl[12], dims[96];
+    char variant[24]; /* the kernel variant that ran ("" when the op has none) */
     shape s;
     double us, bytes, flops, roofline_us; /* us < 0: the launch failed */
     nf_status status;
@@ -197,6 +200,7 @@ static double run_case(bench *b, const char *op, const char *impl, shape s, doub
         snprintf(rec->op, sizeof rec->op, "%s", op);
         snprintf(rec->impl, sizeof rec->impl, "%s", impl);
         snprintf(rec->dims, sizeof rec->dims, "%s", dims);
+        snprintf(rec->variant, sizeof rec->variant, "%s", b->variant ? b->variant : "");
         rec->s = s;
         rec->us = st == NF_OK ? us : -1.0;
         rec->bytes = bytes, rec->flops = flops, rec->roofline_us = roofline_us(b, bytes, flops);
@@ -376,8 +380,12 @@ static void grid_prenorm(bench *b, int quick)
                 const double mk = (double)M * K, kn = (double)K * N, mn = (double)M * N;
                 const double flops = 2.0 * mk * N;
                 shape s = {{"M", "K", "N"}, {M, K, N}};
+                /* the tile variant the library picks for the shape (fused/fused.h) */
+                b->variant = nf_prenorm_variant_name(nf_prenorm_pick_variant(M, K, N));
                 double t_fused = run_case(b, "prenorm_fwd", "fused", s, 2 * (mk + kn + mn) + 4 * M,
                                           flops, launch_prenorm_fwd, &c);
+                const char *variant = b->variant;
+                b->variant = NULL;
                 c.impl = NF_IMPL_REF;
                 double t_unfused = run_case(b, "prenorm_fwd", "ref", s,
                                             2 * (3 * mk + kn + mn) + 4 * M, flops,
@@ -397,9 +405,9 @@ static void grid_prenorm(bench *b, int quick)
                     double hidden = 100.0 * (t_gemm + t_norm - t_fused) / t_norm;
                     double roof = roofline_us(b, 2 * (mk + kn + mn) + 4 * M, flops);
                     printf("   => M=%lld K=%lld N=%lld: hidden %.1f%%, fused/gemm %.3f, speedup vs "
-                           "unfused %.2fx, fused at %.1f%% of roofline\n",
+                           "unfused %.2fx, fused at %.1f%% of roofline (%s)\n",
                            (long long)M, (long long)K, (long long)N, hidden, t_fused / t_gemm,
-                           t_unfused > 0 ? t_unfused / t_fused : NAN, 100.0 * roof / t_fused);
+                           t_unfused > 0 ? t_unfused / t_fused : NAN, 100.0 * roof / t_fused, variant);
                     record *rec = new_record();
                     if (rec) {
                         snprintf(rec->op, sizeof rec->op, "prenorm_fwd");
@@ -407,6 +415,7 @@ static void grid_prenorm(bench *b, int quick)
                         snprintf(rec->dims, sizeof rec->dims, "M=%lld K=%lld N=%lld", (long long)M,
                                  (long long)K, (long long)N);
                         rec->s = s;
+                        snprintf(rec->variant, sizeof rec->variant, "%s", variant);
                         rec->summary = 1, rec->us = t_fused, rec->t_gemm = t_gemm;
                         rec->t_norm = t_norm, rec->t_unfused = t_unfused, rec->roofline_us = roof;
                         rec->bytes = 2 * (mk + kn + mn) + 4 * M, rec->flops = flops;
@@ -542,12 +551,12 @@ static void write_markdown(FILE *f, const bench *b, const char *gpu, const char 
         if (!any++)
             fprintf(f, "## Pre-norm GEMM: fused vs cuBLASLt + ref RMSNorm\n\n"
                        "Goal (issue 5): hidden >= 95%% and t_fused <= t_gemm.\n\n"
-                       "| shape | t_fused us | t_gemm us | t_norm us | t_unfused us | hidden %% | "
+                       "| shape | variant | t_fused us | t_gemm us | t_norm us | t_unfused us | hidden %% | "
                        "fused/gemm | speedup | roofline %% | goal |\n"
-                       "|---|---|---|---|---|---|---|---|---|---|\n");
+                       "|---|---|---|---|---|---|---|---|---|---|---|\n");
         double hidden = 100.0 * (r->t_gemm + r->t_norm - r->us) / r->t_norm;
-        fprintf(f, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.3f | %.2f | %.1f | %s |\n", r->dims,
-                r->us, r->t_gemm, r->t_norm, r->t_unfused, hidden, r->us / r->t_gemm,
+        fprintf(f, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.3f | %.2f | %.1f | %s |\n", r->dims,
+                r->variant, r->us, r->t_gemm, r->t_norm, r->t_unfused, hidden, r->us / r->t_gemm,
                 r->t_unfused / r->us, 100.0 * r->roofline_us / r->us,
                 hidden >= 95.0 && r->us <= r->t_gemm ? "met" : "**not met**");
     }
@@ -596,6 +605,8 @@ static void write_json(FILE *f, const bench *b, const char *gpu, const char *dat
         nf_json_num(&j, "bytes", r->bytes);
         nf_json_num(&j, "flops", r->flops);
         nf_json_num(&j, "time_us", r->us >= 0 ? r->us : NAN); /* null when it failed */
+        if (r->variant[0])
+            nf_json_str(&j, "variant", r->variant);
         if (r->summary) {
             /* hidden% = (t_gemm + t_norm - t_fused) / t_norm; speedup = t_unfused / t_fused */
             nf_json_num(&j, "t_fused_us", r->us);

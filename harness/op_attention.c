@@ -161,10 +161,8 @@ static int fwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, char *
     nf_attention_fwd_ref allowed = {NF_TALLOW(d, "Y"), NF_TALLOW(d, "O"), NF_TALLOW(d, "ln_mean"),
                                     NF_TALLOW(d, "ln_rstd"), NF_TALLOW(d, "rms_rstd"), NF_TALLOW(d, "lse")};
     if ((mpfr ? nf_mpfr_attention_fwd(&a, o, &want) : nf_fast_attention_fwd(&a, o, &want)) ||
-        nf_budget_attention_fwd(&a, o, &want, &allowed)) {
-        snprintf(err, n, "%s oracle or budget of attention_fwd failed (see stderr)", mpfr ? "MPFR" : "fast");
-        return -1;
-    }
+        nf_budget_attention_fwd(&a, o, &want, &allowed))
+        return nf_oracle_failed(err, n, mpfr, NF_OP_ATTENTION_FWD);
     return 0;
 }
 
@@ -279,10 +277,8 @@ static int bwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, char *
     nf_attention_bwd_ref allowed = {NF_TALLOW(d, "dQ"), NF_TALLOW(d, "dK"), NF_TALLOW(d, "dV"),
                                     NF_TALLOW(d, "dg_ln"), NF_TALLOW(d, "db_ln"), NF_TALLOW(d, "dg_rms")};
     if ((mpfr ? nf_mpfr_attention_bwd(&a, o, &want) : nf_fast_attention_bwd(&a, o, &want)) ||
-        nf_budget_attention_bwd(&a, o, &want, &allowed)) {
-        snprintf(err, n, "%s oracle or budget of attention_bwd failed (see stderr)", mpfr ? "MPFR" : "fast");
-        return -1;
-    }
+        nf_budget_attention_bwd(&a, o, &want, &allowed))
+        return nf_oracle_failed(err, n, mpfr, NF_OP_ATTENTION_BWD);
     return 0;
 }
 

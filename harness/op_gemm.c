@@ -92,10 +92,8 @@ static int pre_fwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, ch
     nf_prenorm_fwd_ref want = {NF_TWANT(d, "Y"), NF_TWANT(d, "rstd")};
     nf_prenorm_fwd_ref allowed = {NF_TALLOW(d, "Y"), NF_TALLOW(d, "rstd")};
     if ((mpfr ? nf_mpfr_prenorm_gemm_fwd(&a, o, &want) : nf_fast_prenorm_gemm_fwd(&a, o, &want)) ||
-        nf_budget_prenorm_gemm_fwd(&a, o, &want, &allowed)) {
-        snprintf(err, n, "%s oracle or budget of prenorm_fwd failed (see stderr)", mpfr ? "MPFR" : "fast");
-        return -1;
-    }
+        nf_budget_prenorm_gemm_fwd(&a, o, &want, &allowed))
+        return nf_oracle_failed(err, n, mpfr, NF_OP_PRENORM_FWD);
     return 0;
 }
 
@@ -175,10 +173,8 @@ static int pre_bwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, ch
     nf_prenorm_bwd_ref want = {NF_TWANT(d, "dA"), NF_TWANT(d, "dg"), NF_TWANT(d, "dW")};
     nf_prenorm_bwd_ref allowed = {NF_TALLOW(d, "dA"), NF_TALLOW(d, "dg"), NF_TALLOW(d, "dW")};
     if ((mpfr ? nf_mpfr_prenorm_gemm_bwd(&a, o, &want) : nf_fast_prenorm_gemm_bwd(&a, o, &want)) ||
-        nf_budget_prenorm_gemm_bwd(&a, o, &want, &allowed)) {
-        snprintf(err, n, "%s oracle or budget of prenorm_bwd failed (see stderr)", mpfr ? "MPFR" : "fast");
-        return -1;
-    }
+        nf_budget_prenorm_gemm_bwd(&a, o, &want, &allowed))
+        return nf_oracle_failed(err, n, mpfr, NF_OP_PRENORM_BWD);
     return 0;
 }
 
@@ -274,10 +270,8 @@ static int post_fwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, c
     nf_postnorm_fwd_ref allowed = {NF_TALLOW(d, "Y"), NF_TALLOW(d, "h"), NF_TALLOW(d, "mean"),
                                    NF_TALLOW(d, "rstd")};
     if ((mpfr ? nf_mpfr_postnorm_gemm_fwd(&a, o, &want) : nf_fast_postnorm_gemm_fwd(&a, o, &want)) ||
-        nf_budget_postnorm_gemm_fwd(&a, o, &want, &allowed)) {
-        snprintf(err, n, "%s oracle or budget of postnorm_fwd failed (see stderr)", mpfr ? "MPFR" : "fast");
-        return -1;
-    }
+        nf_budget_postnorm_gemm_fwd(&a, o, &want, &allowed))
+        return nf_oracle_failed(err, n, mpfr, NF_OP_POSTNORM_FWD);
     return 0;
 }
 
@@ -373,10 +367,8 @@ static int post_bwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, c
     nf_postnorm_bwd_ref allowed = {NF_TALLOW(d, "dX"), NF_TALLOW(d, "dW"), NF_TALLOW(d, "dh"),
                                    NF_TALLOW(d, "dc"), NF_TALLOW(d, "dg"), NF_TALLOW(d, "db")};
     if ((mpfr ? nf_mpfr_postnorm_gemm_bwd(&a, o, &want) : nf_fast_postnorm_gemm_bwd(&a, o, &want)) ||
-        nf_budget_postnorm_gemm_bwd(&a, o, &want, &allowed)) {
-        snprintf(err, n, "%s oracle or budget of postnorm_bwd failed (see stderr)", mpfr ? "MPFR" : "fast");
-        return -1;
-    }
+        nf_budget_postnorm_gemm_bwd(&a, o, &want, &allowed))
+        return nf_oracle_failed(err, n, mpfr, NF_OP_POSTNORM_BWD);
     return 0;
 }
 

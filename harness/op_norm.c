@@ -84,14 +84,9 @@ static int fwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, char *
     fwd_args(d, 0, &a);
     nf_norm_fwd_ref want = {NF_TWANT(d, "y"), NF_TWANT(d, "mean"), NF_TWANT(d, "rstd")};
     nf_norm_fwd_ref allowed = {NF_TALLOW(d, "y"), NF_TALLOW(d, "mean"), NF_TALLOW(d, "rstd")};
-    if ((mpfr ? nf_mpfr_norm_fwd(&a, o, &want) : nf_fast_norm_fwd(&a, o, &want)) != 0) {
-        snprintf(err, n, "nf_%s_norm_fwd failed (see stderr)", mpfr ? "mpfr" : "fast");
-        return -1;
-    }
-    if (nf_budget_norm_fwd(&a, o, &want, &allowed) != 0) {
-        snprintf(err, n, "nf_budget_norm_fwd failed (see stderr)");
-        return -1;
-    }
+    if ((mpfr ? nf_mpfr_norm_fwd(&a, o, &want) : nf_fast_norm_fwd(&a, o, &want)) ||
+        nf_budget_norm_fwd(&a, o, &want, &allowed))
+        return nf_oracle_failed(err, n, mpfr, NF_OP_NORM_FWD);
     return 0;
 }
 
@@ -174,14 +169,9 @@ static int bwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, char *
     bwd_args(d, 0, &a);
     nf_norm_bwd_ref want = {NF_TWANT(d, "dx"), NF_TWANT(d, "dg"), NF_TWANT(d, "db")};
     nf_norm_bwd_ref allowed = {NF_TALLOW(d, "dx"), NF_TALLOW(d, "dg"), NF_TALLOW(d, "db")};
-    if ((mpfr ? nf_mpfr_norm_bwd(&a, o, &want) : nf_fast_norm_bwd(&a, o, &want)) != 0) {
-        snprintf(err, n, "nf_%s_norm_bwd failed (see stderr)", mpfr ? "mpfr" : "fast");
-        return -1;
-    }
-    if (nf_budget_norm_bwd(&a, o, &want, &allowed) != 0) {
-        snprintf(err, n, "nf_budget_norm_bwd failed (see stderr)");
-        return -1;
-    }
+    if ((mpfr ? nf_mpfr_norm_bwd(&a, o, &want) : nf_fast_norm_bwd(&a, o, &want)) ||
+        nf_budget_norm_bwd(&a, o, &want, &allowed))
+        return nf_oracle_failed(err, n, mpfr, NF_OP_NORM_BWD);
     return 0;
 }
 

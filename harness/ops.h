@@ -35,6 +35,10 @@ extern const nf_op_module nf_mod_prenorm_fwd, nf_mod_prenorm_bwd;
 extern const nf_op_module nf_mod_postnorm_fwd, nf_mod_postnorm_bwd;
 extern const nf_op_module nf_mod_attention_fwd, nf_mod_attention_bwd;
 
+/* An oracle callback's failure: "<MPFR|fast> oracle or budget of <op> failed
+ * (see stderr)" into err; returns -1. */
+int nf_oracle_failed(char *err, size_t errlen, int mpfr, nf_op op);
+
 /* Add a tensor; rows == 0 declares it absent.  ld = cols + case pad, rounded
  * up to a multiple of 8 for TMA layouts (vectors: ld = cols).  Returns its
  * index. */

@@ -56,6 +56,13 @@ static void set_msg(nf_case_result *r, const char *fmt, ...)
 
 /* ---- tensors ---------------------------------------------------------------- */
 
+int nf_oracle_failed(char *err, size_t errlen, int mpfr, nf_op op)
+{
+    snprintf(err, errlen, "%s oracle or budget of %s failed (see stderr)", mpfr ? "MPFR" : "fast",
+             nf_op_name(op));
+    return -1;
+}
+
 int nf_add_tensor(nf_case_data *d, const char *name, nf_ttype type, int64_t rows, int64_t cols,
                   int is_output, int per_row)
 {

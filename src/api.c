@@ -121,6 +121,19 @@ static nf_status impl_invalid(const char *fn, nf_impl impl, const char *op)
     return nf_fail(NF_ERR_BAD_VALUE, fn, "impl %s does not exist for %s", nf_impl_name(impl), op);
 }
 
+/* impl and context checks of an op that only ref implements (after its argument
+ * checks): vendor does not exist for it, fused is not built (fused_missing says so). */
+static nf_status ref_only(const char *fn, nf_context *ctx, nf_impl impl, const char *op,
+                          const char *fused_missing)
+{
+    NF_TRY(check_impl(fn, impl));
+    if (impl == NF_IMPL_VENDOR)
+        return impl_invalid(fn, impl, op);
+    if (impl == NF_IMPL_FUSED)
+        return impl_missing(fn, impl, fused_missing);
+    return check_ctx(fn, ctx);
+}
+
 /* ---- standalone norms -------------------------------------------------------- */
 
 static nf_status check_norm_fwd(const char *fn, const nf_norm_fwd_args *a)
@@ -323,12 +336,8 @@ nf_status nf_prenorm_gemm_bwd(nf_context *ctx, nf_impl impl, const nf_prenorm_ge
 {
     static const char fn[] = "nf_prenorm_gemm_bwd";
     NF_TRY(check_prenorm_bwd(fn, a));
-    NF_TRY(check_impl(fn, impl));
-    if (impl == NF_IMPL_VENDOR)
-        return impl_invalid(fn, impl, "the pre-norm GEMM backward");
-    if (impl == NF_IMPL_FUSED)
-        return impl_missing(fn, impl, "the fused pre-norm GEMM backward is not built yet; use ref");
-    NF_TRY(check_ctx(fn, ctx));
+    NF_TRY(ref_only(fn, ctx, impl, "the pre-norm GEMM backward",
+                    "the fused pre-norm GEMM backward is not built yet; use ref"));
     return nf_ref_prenorm_gemm_bwd(ctx, a);
 }
 
@@ -366,12 +375,8 @@ nf_status nf_postnorm_gemm_fwd(nf_context *ctx, nf_impl impl, const nf_postnorm_
 {
     static const char fn[] = "nf_postnorm_gemm_fwd";
     NF_TRY(check_postnorm_fwd(fn, a));
-    NF_TRY(check_impl(fn, impl));
-    if (impl == NF_IMPL_VENDOR)
-        return impl_invalid(fn, impl, "the post-norm GEMM (ref is cuBLASLt + norm)");
-    if (impl == NF_IMPL_FUSED)
-        return impl_missing(fn, impl, "the multi-CTA post-norm GEMM is not built yet; use ref");
-    NF_TRY(check_ctx(fn, ctx));
+    NF_TRY(ref_only(fn, ctx, impl, "the post-norm GEMM (ref is cuBLASLt + norm)",
+                    "the multi-CTA post-norm GEMM is not built yet; use ref"));
     return nf_ref_postnorm_gemm_fwd(ctx, a);
 }
 
@@ -417,12 +422,8 @@ nf_status nf_postnorm_gemm_bwd(nf_context *ctx, nf_impl impl, const nf_postnorm_
 {
     static const char fn[] = "nf_postnorm_gemm_bwd";
     NF_TRY(check_postnorm_bwd(fn, a));
-    NF_TRY(check_impl(fn, impl));
-    if (impl == NF_IMPL_VENDOR)
-        return impl_invalid(fn, impl, "the post-norm GEMM backward");
-    if (impl == NF_IMPL_FUSED)
-        return impl_missing(fn, impl, "the fused post-norm GEMM backward is not built yet; use ref");
-    NF_TRY(check_ctx(fn, ctx));
+    NF_TRY(ref_only(fn, ctx, impl, "the post-norm GEMM backward",
+                    "the fused post-norm GEMM backward is not built yet; use ref"));
     return nf_ref_postnorm_gemm_bwd(ctx, a);
 }
 
@@ -505,12 +506,8 @@ nf_status nf_attention_fwd(nf_context *ctx, nf_impl impl, const nf_attention_fwd
 {
     static const char fn[] = "nf_attention_fwd";
     NF_TRY(check_attention_fwd(fn, a));
-    NF_TRY(check_impl(fn, impl));
-    if (impl == NF_IMPL_VENDOR)
-        return impl_invalid(fn, impl, "the attention block");
-    if (impl == NF_IMPL_FUSED)
-        return impl_missing(fn, impl, "FlashNormAttention is not built yet; use ref");
-    NF_TRY(check_ctx(fn, ctx));
+    NF_TRY(ref_only(fn, ctx, impl, "the attention block",
+                    "FlashNormAttention is not built yet; use ref"));
     return nf_ref_attention_fwd(ctx, a);
 }
 
@@ -555,11 +552,7 @@ nf_status nf_attention_bwd(nf_context *ctx, nf_impl impl, const nf_attention_bwd
 {
     static const char fn[] = "nf_attention_bwd";
     NF_TRY(check_attention_bwd(fn, a));
-    NF_TRY(check_impl(fn, impl));
-    if (impl == NF_IMPL_VENDOR)
-        return impl_invalid(fn, impl, "the attention block backward");
-    if (impl == NF_IMPL_FUSED)
-        return impl_missing(fn, impl, "the FlashNormAttention backward is not built yet; use ref");
-    NF_TRY(check_ctx(fn, ctx));
+    NF_TRY(ref_only(fn, ctx, impl, "the attention block backward",
+                    "the FlashNormAttention backward is not built yet; use ref"));
     return nf_ref_attention_bwd(ctx, a);
 }

@@ -394,6 +394,41 @@ nf_status check_args(const char *fn, nf_context *ctx, const nf_prenorm_gemm_fwd_
     return NF_OK;
 }
 
+/* The launch configuration of variant C for an M x N output: the kernel's
+ * dynamic shared memory, the cluster attribute (attr, one entry) and a
+ * persistent grid of at most as many CTAs as are resident at once (*resident;
+ * for clusters cudaOccupancyMaxActiveClusters decides, since not every SM
+ * pairs up inside its GPC). */
+template <class C>
+nf_status launch_config(nf_context *ctx, int64_t M, int64_t N, cudaLaunchConfig_t *cfg,
+                        cudaLaunchAttribute *attr, int *resident)
+{
+    const size_t smem = smem_bytes<C>();
+    NF_CUDA_TRY(cudaFuncSetAttribute(prenorm_gemm_fwd_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)smem));
+    *cfg = cudaLaunchConfig_t{};
+    cfg->blockDim = dim3(C::THREADS);
+    cfg->dynamicSmemBytes = smem;
+    cfg->stream = (cudaStream_t)nf_ctx_stream(ctx);
+    int slots = nf_ctx_sm_count(ctx); /* CTAs resident at once (one per SM) */
+    if (C::CLUSTER > 1) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = C::CLUSTER;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg->attrs = attr;
+        cfg->numAttrs = 1;
+        int clusters = 0;
+        cfg->gridDim = dim3(slots / C::CLUSTER * C::CLUSTER);
+        NF_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, prenorm_gemm_fwd_kernel<C>, cfg));
+        if (clusters > 0)
+            slots = clusters * C::CLUSTER;
+    }
+    *resident = slots;
+    cfg->gridDim = dim3(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER));
+    return NF_OK;
+}
+
 template <class C>
 nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf16 *B, int64_t ldb)
 {
@@ -403,32 +438,22 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
         (st = tma_map_bf16_2d(&tm_b, B, a->K, a->N, ldb, C::BK, kSwizzleCols, "Wg")) != NF_OK ||
         (st = tma_map_bf16_2d(&tm_y, a->Y, a->M, a->N, a->ldy, C::Y_BOX_ROWS, kSwizzleCols, "Y")) != NF_OK)
         return st;
-    const size_t smem = smem_bytes<C>();
-    NF_CUDA_TRY(cudaFuncSetAttribute(prenorm_gemm_fwd_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)smem));
-    cudaLaunchConfig_t cfg = {};
+    cudaLaunchConfig_t cfg;
     cudaLaunchAttribute attr[1];
-    cfg.blockDim = dim3(C::THREADS);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = (cudaStream_t)nf_ctx_stream(ctx);
-    int slots = nf_ctx_sm_count(ctx); /* CTAs resident at once (one per SM) */
-    if (C::CLUSTER > 1) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = C::CLUSTER;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        /* Not every SM pairs up inside its GPC: ask how many clusters fit. */
-        int clusters = 0;
-        cfg.gridDim = dim3(slots / C::CLUSTER * C::CLUSTER);
-        NF_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, prenorm_gemm_fwd_kernel<C>, &cfg));
-        if (clusters > 0)
-            slots = clusters * C::CLUSTER;
-    }
-    cfg.gridDim = dim3(persistent_grid(a->M, a->N, C::BM, C::BN, slots, C::CLUSTER));
+    int resident = 0;
+    NF_TRY(launch_config<C>(ctx, a->M, a->N, &cfg, attr, &resident));
     NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, prenorm_gemm_fwd_kernel<C>, tm_a, tm_b, tm_y, a->M, a->N, a->K,
                                    a->eps, a->rstd));
+    return NF_OK;
+}
+
+template <class C>
+nf_status grid_of(nf_context *ctx, int64_t M, int64_t N, unsigned *grid, int *resident)
+{
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr[1];
+    NF_TRY(launch_config<C>(ctx, M, N, &cfg, attr, resident));
+    *grid = cfg.gridDim.x;
     return NF_OK;
 }
 
@@ -441,6 +466,22 @@ using coop_n256_s4 = config<256, 4, 1, 2>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
+
+template <class C> struct config_tag { using type = C; };
+
+/* f(config_tag<C>{}) with C the config of variant v (not AUTO). */
+template <class F>
+nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
+{
+    switch (v) {
+    case NF_PRENORM_COOP_N128: return f(config_tag<coop_n128>{});
+    case NF_PRENORM_COOP_N256: return f(config_tag<coop_n256>{});
+    case NF_PRENORM_CLUSTER2_N128: return f(config_tag<cluster2_n128>{});
+    case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
+    case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
+    default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
+    }
+}
 
 } // namespace
 
@@ -479,14 +520,25 @@ extern "C" nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf
         return st;
     if (variant == NF_PRENORM_AUTO)
         variant = nf_prenorm_pick_variant(a->M, a->K, a->N);
-    switch (variant) {
-    case NF_PRENORM_COOP_N128: return launch<coop_n128>(ctx, a, B, ldb);
-    case NF_PRENORM_COOP_N256: return launch<coop_n256>(ctx, a, B, ldb);
-    case NF_PRENORM_CLUSTER2_N128: return launch<cluster2_n128>(ctx, a, B, ldb);
-    case NF_PRENORM_CLUSTER2_N256: return launch<cluster2_n256>(ctx, a, B, ldb);
-    case NF_PRENORM_COOP_N256_S4: return launch<coop_n256_s4>(ctx, a, B, ldb);
-    default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)variant);
-    }
+    return with_variant(fn, variant, [&](auto tag) {
+        return launch<typename decltype(tag)::type>(ctx, a, B, ldb);
+    });
+}
+
+extern "C" nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t N,
+                                             nf_prenorm_variant variant, unsigned *grid, int *resident)
+{
+    static const char fn[] = "nf_prenorm_variant_grid";
+    if (!grid || !resident)
+        return nf_fail(NF_ERR_NULL_ARGUMENT, fn, "%s is NULL", !grid ? "grid" : "resident");
+    if (M < 1 || N < 1)
+        return nf_fail(NF_ERR_BAD_SIZE, fn, "M (%lld) and N (%lld) must be >= 1", (long long)M,
+                       (long long)N);
+    if (variant == NF_PRENORM_AUTO)
+        variant = nf_prenorm_pick_variant(M, 0, N);
+    return with_variant(fn, variant, [&](auto tag) {
+        return grid_of<typename decltype(tag)::type>(ctx, M, N, grid, resident);
+    });
 }
 
 extern "C" nf_status nf_fused_prenorm_gemm_fwd(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a)

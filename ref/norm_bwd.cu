@@ -156,6 +156,22 @@ __device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const uint4 (&
     });
 }
 
+/* The thread's dg and db column accumulators, zeroed. */
+template <int NG, int NB>
+__device__ __forceinline__ void zero_columns(float (&acc_g)[NG][NF_VEC], float (&acc_b)[NB][NF_VEC])
+{
+#pragma unroll
+    for (int k = 0; k < NG; ++k)
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e)
+            acc_g[k][e] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NB; ++k)
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e)
+            acc_b[k][e] = 0.0f;
+}
+
 /* Shared floats write_partials needs: a column sum per group of the CTA when
  * the CTA holds several row groups (CTA * VPT * 8, i.e. 32 bytes per thread
  * per vector), none otherwise. */
@@ -222,16 +238,10 @@ norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
     const bool want_g = ACC && part_g, want_b = ACC && LN && part_b;
 
     float acc_g[ACC ? VPT : 1][NF_VEC], acc_b[ACC && LN ? VPT : 1][NF_VEC];
-#pragma unroll
-    for (int k = 0; k < (ACC ? VPT : 1); ++k)
-#pragma unroll
-        for (int e = 0; e < NF_VEC; ++e) {
-            acc_g[k][e] = 0.0f;
-            if constexpr (ACC && LN)
-                acc_b[k][e] = 0.0f;
-        }
+    zero_columns(acc_g, acc_b);
 
-    nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
+    if constexpr (ACC)
+        nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
         const int64_t row = rg * ROWS + group;
         const bool live = row < a.M;
@@ -312,13 +322,7 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
     const bool want_g = part_g != NULL, want_b = LN && part_b != NULL;
 
     float acc_g[VPT][NF_VEC], acc_b[LN ? VPT : 1][NF_VEC];
-#pragma unroll
-    for (int k = 0; k < VPT; ++k)
-#pragma unroll
-        for (int e = 0; e < NF_VEC; ++e) {
-            acc_g[k][e] = 0.0f;
-            acc_b[LN ? k : 0][e] = 0.0f;
-        }
+    zero_columns(acc_g, acc_b);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     RowTile<VPT> cur;
@@ -359,9 +363,9 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
  * (LayerNorm) of copy bandwidth at M n = 2^26, 0.69 -> 0.75 (LayerNorm) at
  * 2^28.  Deeper rings, or the ring at n <= 8192, cost more occupancy than
  * they hide latency (0.38-0.73 where the register-cached kernels reach
- * 0.51-0.96).  The ring's first slot doubles as the
- * partials' reduction buffer at the end (one slot's vectors are exactly
- * partials_red_floats floats).
+ * 0.51-0.96).  The ring's first slot doubles as the partials' reduction
+ * buffer at the end (one slot's vectors are exactly partials_red_floats
+ * floats).
  */
 template <int TPR, int VPT, bool LN, int STAGES>
 using BwdRing = NfRowRing<2, LN ? 2 : 1, VPT, cta_threads<TPR>(), STAGES>;
@@ -400,13 +404,7 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
     };
 
     float acc_g[VPT][NF_VEC], acc_b[LN ? VPT : 1][NF_VEC];
-#pragma unroll
-    for (int k = 0; k < VPT; ++k)
-#pragma unroll
-        for (int e = 0; e < NF_VEC; ++e) {
-            acc_g[k][e] = 0.0f;
-            acc_b[LN ? k : 0][e] = 0.0f;
-        }
+    zero_columns(acc_g, acc_b);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
 #pragma unroll

@@ -347,6 +347,17 @@ int main(int argc, char **argv)
         printf("ceilings: copy %.2f TB/s (read+write), cuBLASLt bf16 8192^3 %.0f TFLOP/s\n", copy_bw * 1e-12, peak * 1e-12);
     }
 
+    /* The persistent grid of each variant: for the cluster variants, how many
+     * CTAs cudaOccupancyMaxActiveClusters lets run at once (fused/NOTES.md v3). */
+    for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi) {
+        if (!variant_on(vi)) continue;
+        unsigned g = 0;
+        int resident = 0;
+        CKNF(nf_prenorm_variant_grid(ctx, 524288, 1024, (nf_prenorm_variant)vi, &g, &resident));
+        printf("grid %s: %u CTAs for a 524288 x 1024 output, %d resident at once (%d SMs)\n",
+               nf_prenorm_variant_name((nf_prenorm_variant)vi), g, resident, prop.multiProcessorCount);
+    }
+
     int failures = 0;
     auto run_checks = [&](const shape &s, uint64_t k) {
         fill_kernel<<<2048, 256>>>(b.A, s.M, s.K, s.K, seed ^ mix64(k), 1);

@@ -47,6 +47,9 @@
 namespace {
 
 constexpr int kMinCta = 128;
+/* Shared memory of an SM that CTAs can have (sm_90: 228 KB), and what the
+ * system reserves per CTA (1 KB) */
+constexpr size_t kSmemPerSm = 228 * 1024, kSmemPerCta = 1024;
 template <int TPR> constexpr int cta_threads() { return TPR < kMinCta ? kMinCta : TPR; }
 
 /*
@@ -133,114 +136,219 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4
     c.m2 = s2 / (float)a.n;
 }
 
-/* dx of one cached row, stored; when ACC, the row's dg (dy xh) and db (dy)
- * contributions added to the thread's column accumulators. */
-template <int TPR, int VPT, bool LN, bool ACC, int NG, int NB>
-__device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
-                                       const uint4 (&dyv)[VPT], int t, int nv, int64_t row,
-                                       const RowCoef<LN> &c, bool want_g, bool want_b,
-                                       float (&acc_g)[NG][NF_VEC], float (&acc_b)[NB][NF_VEC])
-{
-    each_vector<TPR>(a, xv, dyv, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
-                                            float (&tf)[NF_VEC]) {
-#pragma unroll
-        for (int e = 0; e < NF_VEC; ++e) {
-            const float xh = c.xhat(xf[e]);
-            if constexpr (ACC) {
-                if (want_g) acc_g[k][e] = fmaf(dyf[e], xh, acc_g[k][e]);
-                if (LN && want_b) acc_b[LN ? k : 0][e] += dyf[e];
-            }
-            xf[e] = c.dx(tf[e], xh);
-        }
-        nf_stg8(a.dx + row * a.lddx + (int64_t)v * NF_VEC, nf_pack8(xf));
-    });
-}
+/* ---- dg/db column accumulators ---------------------------------------------------------- */
 
-/* The thread's dg and db column accumulators, zeroed. */
-template <int NG, int NB>
-__device__ __forceinline__ void zero_columns(float (&acc_g)[NG][NF_VEC], float (&acc_b)[NB][NF_VEC])
-{
-#pragma unroll
-    for (int k = 0; k < NG; ++k)
-#pragma unroll
-        for (int e = 0; e < NF_VEC; ++e)
-            acc_g[k][e] = 0.0f;
-#pragma unroll
-    for (int k = 0; k < NB; ++k)
-#pragma unroll
-        for (int e = 0; e < NF_VEC; ++e)
-            acc_b[k][e] = 0.0f;
-}
+/*
+ * A row kernel's thread visits the same columns on every row it owns (vectors
+ * v = t + k TPR), so it sums their dg (dy xh) and db (dy) contributions over
+ * all those rows itself, and at the end the CTA writes one partial row of
+ * each (write).  Where the sums live is the kernel's Cols policy:
+ *  - NoColumns: nowhere (dx only; dg/db come from the column-partial kernel);
+ *  - RegColumns: registers, 8 (RMSNorm) or 16 (LayerNorm) per vector; the row
+ *    groups of a CTA are combined through shared memory in group order;
+ *  - SmemColumns: shared memory (one row group per CTA), four float4 planes:
+ *    dg of a vector's columns 0-3 and 4-7, db likewise, plane p of vector v at
+ *    float4 p nv + v, so a warp's 16-byte accesses are consecutive (no bank
+ *    conflicts).  No thread reads another's slots, so no barrier is needed.
+ *    This frees the registers that bound occupancy once a row is long
+ *    (LayerNorm at n = 8192 holds 64 accumulators per thread in registers).
+ * The same adds happen in the same order whatever the policy; only the rows
+ * each CTA owns (the grid) differ.
+ */
+template <int TPR, int VPT, bool LN>
+struct NoColumns {
+    static constexpr bool kOn = false;
+    static constexpr size_t smem_bytes(int64_t) { return 0; }
+    __device__ NoColumns(void *, int, int, bool, bool) {}
+    __device__ __forceinline__ void begin(int) {}
+    __device__ __forceinline__ void add(int, int, float, float) {}
+    __device__ __forceinline__ void end(int) {}
+};
 
-/* Shared floats write_partials needs: a column sum per group of the CTA when
- * the CTA holds several row groups (CTA * VPT * 8, i.e. 32 bytes per thread
- * per vector), none otherwise. */
+/* Shared floats RegColumns::write needs: a column sum per group of the CTA
+ * when the CTA holds several row groups (CTA * VPT * 8, i.e. 32 bytes per
+ * thread per vector), none otherwise. */
 template <int TPR, int VPT> constexpr int partials_red_floats()
 {
     return cta_threads<TPR>() > TPR ? cta_threads<TPR>() * VPT * NF_VEC : 1;
 }
 
-/* The CTA's dg and db column sums (one per group, in registers) combined in
- * group order through shared memory `red` (partials_red_floats floats); the
- * CTA writes row blockIdx.x of part_g / part_b (skipped where NULL). Every
- * thread of the block calls it. */
-template <int TPR, int VPT, bool LN, int NB>
-__device__ __forceinline__ void write_partials(const nf_norm_bwd_args &a, int t, int group, int nv,
-                                               float *part_g, float *part_b,
-                                               const float (&acc_g)[VPT][NF_VEC],
-                                               const float (&acc_b)[NB][NF_VEC], float *red)
-{
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
-    constexpr int COLS = TPR * VPT * NF_VEC; /* columns a group covers */
-    for (int which = 0; which < 2; ++which) {
-        float *part = which == 0 ? part_g : part_b;
-        if (!part) /* uniform over the block */
-            continue;
-        if constexpr (ROWS > 1) {
-            __syncthreads();
+template <int TPR, int VPT, bool LN>
+struct RegColumns {
+    static constexpr bool kOn = true;
+    static constexpr size_t smem_bytes(int64_t) { return 0; }
+    float g[VPT][NF_VEC], b[LN ? VPT : 1][NF_VEC];
+    bool want_g, want_b;
+
+    __device__ __forceinline__ RegColumns(void *, int, int, bool want_g_, bool want_b_)
+        : want_g(want_g_), want_b(LN && want_b_)
+    {
 #pragma unroll
-            for (int k = 0; k < VPT; ++k)
+        for (int k = 0; k < VPT; ++k)
 #pragma unroll
-                for (int e = 0; e < NF_VEC; ++e)
-                    red[group * COLS + (t + k * TPR) * NF_VEC + e] =
-                        which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
-            __syncthreads();
-            for (int col = threadIdx.x; col < nv * NF_VEC; col += CTA) {
-                float s = 0.0f;
-                for (int r = 0; r < ROWS; ++r)
-                    s += red[r * COLS + col];
-                part[(int64_t)blockIdx.x * a.n + col] = s;
+            for (int e = 0; e < NF_VEC; ++e) {
+                g[k][e] = 0.0f;
+                b[LN ? k : 0][e] = 0.0f;
             }
-        } else {
+    }
+    /* per vector v = t + k TPR of a row: begin(v), add(k, e, dy_e, xh_e) for e = 0..7, end(v) */
+    __device__ __forceinline__ void begin(int) {}
+    __device__ __forceinline__ void add(int k, int e, float dy, float xh)
+    {
+        if (want_g) g[k][e] = fmaf(dy, xh, g[k][e]);
+        if (LN && want_b) b[LN ? k : 0][e] += dy;
+    }
+    __device__ __forceinline__ void end(int) {}
+    /* The CTA's column sums (one per group) combined in group order through
+     * shared memory `red` (partials_red_floats floats); the CTA writes row
+     * blockIdx.x of part_g / part_b (skipped where NULL).  Every thread of the
+     * block calls it. */
+    __device__ __forceinline__ void write(const nf_norm_bwd_args &a, int t, int group, int nv,
+                                          float *part_g, float *part_b, float *red) const
+    {
+        constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+        constexpr int COLS = TPR * VPT * NF_VEC; /* columns a group covers */
+        for (int which = 0; which < (LN ? 2 : 1); ++which) {
+            float *part = which == 0 ? part_g : part_b;
+            if (!part) /* uniform over the block */
+                continue;
+            if constexpr (ROWS > 1) {
+                __syncthreads();
 #pragma unroll
-            for (int k = 0; k < VPT; ++k) {
-                const int v = t + k * TPR;
-                if (v < nv)
+                for (int k = 0; k < VPT; ++k)
 #pragma unroll
                     for (int e = 0; e < NF_VEC; ++e)
-                        part[(int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC + e] =
-                            which == 0 ? acc_g[k][e] : acc_b[LN ? k : 0][e];
+                        red[group * COLS + (t + k * TPR) * NF_VEC + e] = which == 0 ? g[k][e] : b[LN ? k : 0][e];
+                __syncthreads();
+                for (int col = threadIdx.x; col < nv * NF_VEC; col += CTA) {
+                    float s = 0.0f;
+                    for (int r = 0; r < ROWS; ++r)
+                        s += red[r * COLS + col];
+                    part[(int64_t)blockIdx.x * a.n + col] = s;
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < VPT; ++k) {
+                    const int v = t + k * TPR;
+                    if (v < nv)
+#pragma unroll
+                        for (int e = 0; e < NF_VEC; ++e)
+                            part[(int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC + e] =
+                                which == 0 ? g[k][e] : b[LN ? k : 0][e];
+                }
             }
         }
     }
+};
+
+/* Component i (0..3, a constant after unrolling) of f. */
+__device__ __forceinline__ float &nf_f4(float4 &f, int i) { return i == 0 ? f.x : i == 1 ? f.y : i == 2 ? f.z : f.w; }
+
+template <int TPR, int VPT, bool LN>
+struct SmemColumns {
+    static_assert(cta_threads<TPR>() == TPR, "one row group per CTA");
+    static constexpr bool kOn = true;
+    static constexpr int kPlanes = LN ? 4 : 2;
+    static constexpr size_t smem_bytes(int64_t nv) { return (size_t)kPlanes * nv * sizeof(float4); }
+    float4 *planes;
+    int nv;
+    bool want_g, want_b;
+    float4 cur[kPlanes]; /* the vector's sums between begin and end */
+
+    __device__ __forceinline__ SmemColumns(void *smem, int nv_, int t, bool want_g_, bool want_b_)
+        : planes(static_cast<float4 *>(smem)), nv(nv_), want_g(want_g_), want_b(LN && want_b_)
+    {
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            const int v = t + k * TPR;
+            if (v < nv)
+#pragma unroll
+                for (int p = 0; p < kPlanes; ++p)
+                    planes[p * nv + v] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    }
+    /* begin(v) brings vector v's sums into cur, end(v) puts them back */
+    __device__ __forceinline__ void begin(int v)
+    {
+#pragma unroll
+        for (int p = 0; p < kPlanes; ++p)
+            if (p < 2 ? want_g : want_b)
+                cur[p] = planes[p * nv + v];
+    }
+    __device__ __forceinline__ void add(int, int e, float dy, float xh)
+    {
+        if (want_g) {
+            float &s = nf_f4(cur[e / 4], e % 4);
+            s = fmaf(dy, xh, s);
+        }
+        if (LN && want_b)
+            nf_f4(cur[2 + e / 4], e % 4) += dy;
+    }
+    __device__ __forceinline__ void end(int v)
+    {
+#pragma unroll
+        for (int p = 0; p < kPlanes; ++p)
+            if (p < 2 ? want_g : want_b)
+                planes[p * nv + v] = cur[p];
+    }
+    /* Row blockIdx.x of part_g / part_b (skipped where NULL), each thread its
+     * own columns. */
+    __device__ __forceinline__ void write(const nf_norm_bwd_args &a, int t, int, int, float *part_g,
+                                          float *part_b, float *) const
+    {
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) {
+            const int v = t + k * TPR;
+            if (v >= nv)
+                continue;
+            for (int which = 0; which < (LN ? 2 : 1); ++which) {
+                float *part = which == 0 ? part_g : part_b;
+                if (!part)
+                    continue;
+                float4 *dst = reinterpret_cast<float4 *>(part + (int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC);
+                dst[0] = planes[(2 * which) * nv + v];
+                dst[1] = planes[(2 * which + 1) * nv + v];
+            }
+        }
+    }
+};
+
+/* dx of one cached row, stored; the row's dg (dy xh) and db (dy)
+ * contributions added to the thread's column accumulators. */
+template <int TPR, int VPT, bool LN, class Cols>
+__device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
+                                       const uint4 (&dyv)[VPT], int t, int nv, int64_t row,
+                                       const RowCoef<LN> &c, Cols &cols)
+{
+    each_vector<TPR>(a, xv, dyv, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
+                                            float (&tf)[NF_VEC]) {
+        cols.begin(v);
+#pragma unroll
+        for (int e = 0; e < NF_VEC; ++e) {
+            const float xh = c.xhat(xf[e]);
+            cols.add(k, e, dyf[e], xh);
+            xf[e] = c.dx(tf[e], xh);
+        }
+        cols.end(v);
+        nf_stg8(a.dx + row * a.lddx + (int64_t)v * NF_VEC, nf_pack8(xf));
+    });
 }
 
 /* ---- vectorised row kernel ---------------------------------------------------------- */
 
-template <int TPR, int VPT, bool LN, bool ACC>
-__global__ void __launch_bounds__(cta_threads<TPR>())
-norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
+/* The plain persistent row loop: each row group's x and dy loaded into
+ * registers, reduced, dx stored, then the next row group. */
+template <int TPR, int VPT, bool LN, class Cols>
+__device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
     __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
+    extern __shared__ float4 cols_smem[];                        /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
-    const bool want_g = ACC && part_g, want_b = ACC && LN && part_b;
+    Cols cols(cols_smem, nv, t, part_g != NULL, part_b != NULL);
 
-    float acc_g[ACC ? VPT : 1][NF_VEC], acc_b[ACC && LN ? VPT : 1][NF_VEC];
-    zero_columns(acc_g, acc_b);
-
-    if constexpr (ACC)
+    if constexpr (Cols::kOn)
         nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
         const int64_t row = rg * ROWS + group;
@@ -257,14 +365,47 @@ norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
         c.init(live ? a.rstd[row] : 0.0f, (LN && live) ? a.mean[row] : 0.0f);
         row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch[group], c);
         if (live)
-            row_dx<TPR, VPT, LN, ACC>(a, xv, dyv, t, nv, row, c, want_g, want_b, acc_g, acc_b);
+            row_dx<TPR, VPT, LN>(a, xv, dyv, t, nv, row, c, cols);
     }
 
-    if constexpr (ACC) {
+    if constexpr (Cols::kOn) {
         __shared__ float red[partials_red_floats<TPR, VPT>()];
-        write_partials<TPR, VPT, LN>(a, t, group, nv, want_g ? part_g : nullptr,
-                                     want_b ? part_b : nullptr, acc_g, acc_b, red);
+        cols.write(a, t, group, nv, part_g, part_b, red);
     }
+}
+
+/* Columns in registers (RegColumns) or none (NoColumns). */
+template <int TPR, int VPT, bool LN, class Cols>
+__global__ void __launch_bounds__(cta_threads<TPR>())
+norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
+{
+    vec_rows<TPR, VPT, LN, Cols>(a, part_g, part_b);
+}
+
+/* Columns in shared memory (SmemColumns): ptxas is asked for as many
+ * resident CTAs as that shared memory allows at full row length, but never
+ * for a register cap under 64. */
+template <int TPR, int VPT, class Cols> constexpr int smem_min_ctas()
+{
+    constexpr size_t smem = Cols::smem_bytes(TPR * VPT);
+    constexpr int by_smem = (int)(kSmemPerSm / (smem + kSmemPerCta));
+    constexpr int by_regs = 65536 / (cta_threads<TPR>() * 64);
+    return by_smem < 1 ? 1 : by_smem < by_regs ? by_smem : by_regs;
+}
+
+template <int TPR, int VPT, bool LN, class Cols>
+__global__ void __launch_bounds__(cta_threads<TPR>(), (smem_min_ctas<TPR, VPT, Cols>()))
+norm_bwd_vec_smem(const nf_norm_bwd_args a, float *part_g, float *part_b)
+{
+    vec_rows<TPR, VPT, LN, Cols>(a, part_g, part_b);
+}
+
+template <int TPR, int VPT, bool LN, class Cols> constexpr auto vec_kernel()
+{
+    if constexpr (Cols::smem_bytes(1) > 0)
+        return norm_bwd_vec_smem<TPR, VPT, LN, Cols>;
+    else
+        return norm_bwd_vec<TPR, VPT, LN, Cols>;
 }
 
 /* ---- software-pipelined row kernel (n <= 4096) ------------------------------------------ */
@@ -295,8 +436,8 @@ __device__ __forceinline__ void load_row(const nf_norm_bwd_args &a, int64_t row,
 }
 
 /*
- * Same math, operation order and dg/db partial layout as norm_bwd_vec<..., ACC=true>,
- * but the persistent loop is software-pipelined: the next row's x/dy loads are
+ * Same math, operation order and dg/db partial layout as norm_bwd_vec, but
+ * the persistent loop is software-pipelined: the next row's x/dy loads are
  * issued into a second RowTile before the current row is reduced and stored,
  * so every warp keeps one row of loads in flight while it computes (the plain
  * loop leaves HBM idle during each row's reduce + store and is latency bound).
@@ -305,24 +446,23 @@ __device__ __forceinline__ void load_row(const nf_norm_bwd_args &a, int64_t row,
 /* Minimum resident 128-thread CTAs per SM asked of ptxas (caps registers at
  * 65536 / (128 min)): 4 (128 regs) fits without spilling everywhere except
  * VPT = 4 with LayerNorm's extra db accumulators or TPR = 128, which get 3
- * (168 regs). Checked with -Xptxas -v: no spills. */
-template <int TPR, int VPT, bool LN> constexpr int pipe_min_ctas()
+ * (168 regs).  With the columns in shared memory, 4.  Checked with
+ * -Xptxas -v: no spills. */
+template <int TPR, int VPT, bool LN, class Cols> constexpr int pipe_min_ctas()
 {
-    return (VPT == 4 && (LN || TPR > 64)) ? 3 : 4;
+    return (Cols::smem_bytes(1) == 0 && VPT == 4 && (LN || TPR > 64)) ? 3 : 4;
 }
 
-template <int TPR, int VPT, bool LN>
-__global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN>()))
+template <int TPR, int VPT, bool LN, class Cols>
+__global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN, Cols>()))
 norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
     __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
+    extern __shared__ float4 cols_smem[];                        /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
-    const bool want_g = part_g != NULL, want_b = LN && part_b != NULL;
-
-    float acc_g[VPT][NF_VEC], acc_b[LN ? VPT : 1][NF_VEC];
-    zero_columns(acc_g, acc_b);
+    Cols cols(cols_smem, nv, t, part_g != NULL, part_b != NULL);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     RowTile<VPT> cur;
@@ -338,19 +478,18 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
         c.init(cur.rstd, cur.mu);
         row_means<TPR, VPT, LN>(a, cur.x, cur.dy, t, nv, scratch[group], c);
         if (live)
-            row_dx<TPR, VPT, LN, true>(a, cur.x, cur.dy, t, nv, row, c, want_g, want_b, acc_g, acc_b);
+            row_dx<TPR, VPT, LN>(a, cur.x, cur.dy, t, nv, row, c, cols);
         cur = nxt;
     }
 
     __shared__ float red[partials_red_floats<TPR, VPT>()];
-    write_partials<TPR, VPT, LN>(a, t, group, nv, want_g ? part_g : nullptr,
-                                 want_b ? part_b : nullptr, acc_g, acc_b, red);
+    cols.write(a, t, group, nv, part_g, part_b, red);
 }
 
 /* ---- row kernel with rows staged in shared memory ---------------------------------------- */
 
 /*
- * Same math, operation order and dg/db partial layout as norm_bwd_vec<..., ACC=true>;
+ * Same math, operation order and dg/db partial layout as norm_bwd_vec;
  * the rows reach the registers through a ring of STAGES slots in shared memory
  * filled by cp.async, STAGES - 1 row groups ahead of the one being computed.
  * The register-cached kernels keep at most the current (plain) or the next
@@ -381,7 +520,6 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
     const BwdRing<TPR, VPT, LN, STAGES> ring(ring_smem);
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
-    const bool want_g = part_g != NULL, want_b = LN && part_b != NULL;
 
     /* Copies of row group rg into slot s, as one cp.async group; rows >= M and
      * columns >= n zero-filled (always committed, so the group count stays
@@ -403,8 +541,7 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
         nf_cp_async_commit();
     };
 
-    float acc_g[VPT][NF_VEC], acc_b[LN ? VPT : 1][NF_VEC];
-    zero_columns(acc_g, acc_b);
+    RegColumns<TPR, VPT, LN> cols(nullptr, nv, t, part_g != NULL, part_b != NULL);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
 #pragma unroll
@@ -427,16 +564,14 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
         c.init(ring.stat(s, 0), LN ? ring.stat(s, 1) : 0.0f);
         row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch[group], c);
         if (row < a.M)
-            row_dx<TPR, VPT, LN, true>(a, xv, dyv, t, nv, row, c, want_g, want_b, acc_g, acc_b);
+            row_dx<TPR, VPT, LN>(a, xv, dyv, t, nv, row, c, cols);
         s = s + 1 == STAGES ? 0 : s + 1;
     }
 
     /* the trailing copies (rows past M, zero-filled) land before the ring is reused */
     nf_cp_async_wait<0>();
     __syncthreads();
-    write_partials<TPR, VPT, LN>(a, t, group, nv, want_g ? part_g : nullptr,
-                                 want_b ? part_b : nullptr, acc_g, acc_b,
-                                 reinterpret_cast<float *>(ring_smem));
+    cols.write(a, t, group, nv, part_g, part_b, reinterpret_cast<float *>(ring_smem));
 }
 
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
@@ -641,28 +776,15 @@ nf_status launch_scalar(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return columns(ctx, a, slot);
 }
 
-template <int TPR, int VPT, bool LN, bool ACC>
-nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+/* The dynamic shared memory of a row kernel whose columns live in Cols, for
+ * this row length (opted in past the default 48 KB). */
+template <class Cols, class Kernel>
+nf_status columns_smem(Kernel kernel, const nf_norm_bwd_args *a, size_t *smem)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
-    auto kernel = norm_bwd_vec<TPR, VPT, LN, ACC>;
-    const int64_t groups = (a->M + ROWS - 1) / ROWS;
-    int64_t grid = groups;
-    if (ACC) {
-        /* persistent: as many CTAs as fit at once, so partial rows stay few */
-        int per_sm = 0;
-        NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CTA, 0));
-        const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
-        grid = groups < resident ? groups : resident;
-    } else if (grid > INT32_MAX) {
-        grid = INT32_MAX;
-    }
-    float *pg = NULL, *pb = NULL;
-    if (ACC)
-        NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
-    kernel<<<(unsigned)grid, CTA, 0, nf_stream_of(ctx)>>>(*a, pg, pb);
-    NF_CUDA_LAUNCHED("norm_bwd_vec");
-    return ACC ? finish_partials(ctx, a, grid, pg, pb) : columns(ctx, a, slot);
+    *smem = Cols::smem_bytes(a->n / NF_VEC);
+    if (*smem > 48 * 1024)
+        NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)*smem));
+    return NF_OK;
 }
 
 /* A persistent grid for `groups` row groups: as many CTAs as fit at once,
@@ -682,17 +804,53 @@ nf_status balanced_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, in
     return NF_OK;
 }
 
+/* Plain row kernel.  With columns: a persistent grid (register columns: as
+ * many CTAs as fit at once; shared-memory columns: balanced), then the partial
+ * rows' reducer.  Without: a CTA per row group, then the column-partial kernel. */
+template <template <int, int, bool> class ColsOf, int TPR, int VPT, bool LN>
+nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    using Cols = ColsOf<TPR, VPT, LN>;
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    auto kernel = vec_kernel<TPR, VPT, LN, Cols>();
+    const int64_t groups = (a->M + ROWS - 1) / ROWS;
+    size_t smem;
+    NF_TRY(columns_smem<Cols>(kernel, a, &smem));
+    int64_t grid = groups;
+    if (smem > 0) {
+        NF_TRY(balanced_grid(ctx, kernel, CTA, smem, groups, &grid));
+    } else if (Cols::kOn) {
+        /* persistent: as many CTAs as fit at once, so partial rows stay few */
+        int per_sm = 0;
+        NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CTA, 0));
+        const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
+        grid = groups < resident ? groups : resident;
+    } else if (grid > INT32_MAX) {
+        grid = INT32_MAX;
+    }
+    float *pg = NULL, *pb = NULL;
+    if (Cols::kOn)
+        NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
+    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
+    NF_CUDA_LAUNCHED("norm_bwd_vec");
+    return Cols::kOn ? finish_partials(ctx, a, grid, pg, pb) : columns(ctx, a, slot);
+}
+
 /* Pipelined path: the next row's loads in registers, balanced persistent grid. */
-template <int TPR, int VPT, bool LN>
+template <template <int, int, bool> class ColsOf, int TPR, int VPT, bool LN>
 nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
+    using Cols = ColsOf<TPR, VPT, LN>;
+    static_assert(Cols::kOn, "the pipelined kernel sums dg/db");
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
-    auto kernel = norm_bwd_pipe<TPR, VPT, LN>;
+    auto kernel = norm_bwd_pipe<TPR, VPT, LN, Cols>;
+    size_t smem;
+    NF_TRY(columns_smem<Cols>(kernel, a, &smem));
     int64_t grid;
-    NF_TRY(balanced_grid(ctx, kernel, CTA, 0, (a->M + ROWS - 1) / ROWS, &grid));
+    NF_TRY(balanced_grid(ctx, kernel, CTA, smem, (a->M + ROWS - 1) / ROWS, &grid));
     float *pg = NULL, *pb = NULL;
     NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
-    kernel<<<(unsigned)grid, CTA, 0, nf_stream_of(ctx)>>>(*a, pg, pb);
+    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
     NF_CUDA_LAUNCHED("norm_bwd_pipe");
     return finish_partials(ctx, a, grid, pg, pb);
 }
@@ -733,21 +891,21 @@ template <bool LN>
 nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
     const int64_t nv = a->n / NF_VEC;
-    if (nv <= 32) return launch_pipe_kind<32, 1, LN>(ctx, a, slot);                  /* n <= 256   */
-    if (nv <= 64) return launch_pipe_kind<32, 2, LN>(ctx, a, slot);                  /* n <= 512   */
+    if (nv <= 32) return launch_pipe_kind<RegColumns, 32, 1, LN>(ctx, a, slot);        /* n <= 256   */
+    if (nv <= 64) return launch_pipe_kind<RegColumns, 32, 2, LN>(ctx, a, slot);        /* n <= 512   */
     if constexpr (LN) {
-        if (nv <= 128)  return launch_vec_kind<32, 4, LN, true>(ctx, a, slot);       /* n <= 1024  */
-        if (nv <= 256)  return launch_vec_kind<64, 4, LN, true>(ctx, a, slot);       /* n <= 2048  */
-        if (nv <= 512)  return launch_pipe_kind<128, 4, LN>(ctx, a, slot);           /* n <= 4096  */
-        if (nv <= 1024) return launch_vec_kind<256, 4, LN, true>(ctx, a, slot);      /* n <= 8192  */
+        if (nv <= 128)  return launch_vec_kind<RegColumns, 32, 4, LN>(ctx, a, slot);   /* n <= 1024  */
+        if (nv <= 256)  return launch_vec_kind<RegColumns, 64, 4, LN>(ctx, a, slot);   /* n <= 2048  */
+        if (nv <= 512)  return launch_pipe_kind<RegColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096  */
+        if (nv <= 1024) return launch_vec_kind<RegColumns, 256, 4, LN>(ctx, a, slot);  /* n <= 8192  */
     } else {
-        if (nv <= 128)  return launch_pipe_kind<64, 2, LN>(ctx, a, slot);            /* n <= 1024  */
-        if (nv <= 256)  return launch_pipe_kind<128, 2, LN>(ctx, a, slot);           /* n <= 2048  */
-        if (nv <= 512)  return launch_pipe_kind<128, 4, LN>(ctx, a, slot);           /* n <= 4096  */
-        if (nv <= 1024) return launch_vec_kind<512, 2, LN, true>(ctx, a, slot);      /* n <= 8192  */
+        if (nv <= 128)  return launch_pipe_kind<RegColumns, 64, 2, LN>(ctx, a, slot);  /* n <= 1024  */
+        if (nv <= 256)  return launch_pipe_kind<RegColumns, 128, 2, LN>(ctx, a, slot); /* n <= 2048  */
+        if (nv <= 512)  return launch_pipe_kind<RegColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096  */
+        if (nv <= 1024) return launch_vec_kind<RegColumns, 512, 2, LN>(ctx, a, slot);  /* n <= 8192  */
     }
-    if (nv <= 2048) return launch_staged_kind<512, 4, LN, 2>(ctx, a, slot);          /* n <= 16384 */
-    return launch_vec_kind<1024, 4, LN, false>(ctx, a, slot);                        /* n <= 32768 */
+    if (nv <= 2048) return launch_staged_kind<512, 4, LN, 2>(ctx, a, slot);            /* n <= 16384 */
+    return launch_vec_kind<NoColumns, 1024, 4, LN>(ctx, a, slot);                      /* n <= 32768 */
 }
 
 constexpr int64_t kScalarWarpMaxN = 512;

@@ -153,13 +153,17 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4
  *    This frees the registers that bound occupancy once a row is long
  *    (LayerNorm at n = 8192 holds 64 accumulators per thread in registers).
  * The same adds happen in the same order whatever the policy; only the rows
- * each CTA owns (the grid) differ.
+ * each CTA owns (the grid) differ.  Both sums are always formed (write skips
+ * the ones not asked for): a branch per element on whether dg or db is wanted
+ * split the row loop into small blocks and cost the LayerNorm backward up to
+ * a third of its speed on the H200 (reports/h200/ab_norm_smem), where the
+ * adds themselves cost nothing measurable.
  */
 template <int TPR, int VPT, bool LN>
 struct NoColumns {
     static constexpr bool kOn = false;
     static constexpr size_t smem_bytes(int64_t) { return 0; }
-    __device__ NoColumns(void *, int, int, bool, bool) {}
+    __device__ NoColumns(void *, int, int) {}
     __device__ __forceinline__ void begin(int) {}
     __device__ __forceinline__ void add(int, int, float, float) {}
     __device__ __forceinline__ void end(int) {}
@@ -178,10 +182,8 @@ struct RegColumns {
     static constexpr bool kOn = true;
     static constexpr size_t smem_bytes(int64_t) { return 0; }
     float g[VPT][NF_VEC], b[LN ? VPT : 1][NF_VEC];
-    bool want_g, want_b;
 
-    __device__ __forceinline__ RegColumns(void *, int, int, bool want_g_, bool want_b_)
-        : want_g(want_g_), want_b(LN && want_b_)
+    __device__ __forceinline__ RegColumns(void *, int, int)
     {
 #pragma unroll
         for (int k = 0; k < VPT; ++k)
@@ -195,8 +197,9 @@ struct RegColumns {
     __device__ __forceinline__ void begin(int) {}
     __device__ __forceinline__ void add(int k, int e, float dy, float xh)
     {
-        if (want_g) g[k][e] = fmaf(dy, xh, g[k][e]);
-        if (LN && want_b) b[LN ? k : 0][e] += dy;
+        g[k][e] = fmaf(dy, xh, g[k][e]);
+        if constexpr (LN)
+            b[k][e] += dy;
     }
     __device__ __forceinline__ void end(int) {}
     /* The CTA's column sums (one per group) combined in group order through
@@ -252,11 +255,10 @@ struct SmemColumns {
     static constexpr size_t smem_bytes(int64_t nv) { return (size_t)kPlanes * nv * sizeof(float4); }
     float4 *planes;
     int nv;
-    bool want_g, want_b;
     float4 cur[kPlanes]; /* the vector's sums between begin and end */
 
-    __device__ __forceinline__ SmemColumns(void *smem, int nv_, int t, bool want_g_, bool want_b_)
-        : planes(static_cast<float4 *>(smem)), nv(nv_), want_g(want_g_), want_b(LN && want_b_)
+    __device__ __forceinline__ SmemColumns(void *smem, int nv_, int t)
+        : planes(static_cast<float4 *>(smem)), nv(nv_)
     {
 #pragma unroll
         for (int k = 0; k < VPT; ++k) {
@@ -272,24 +274,20 @@ struct SmemColumns {
     {
 #pragma unroll
         for (int p = 0; p < kPlanes; ++p)
-            if (p < 2 ? want_g : want_b)
-                cur[p] = planes[p * nv + v];
+            cur[p] = planes[p * nv + v];
     }
     __device__ __forceinline__ void add(int, int e, float dy, float xh)
     {
-        if (want_g) {
-            float &s = nf_f4(cur[e / 4], e % 4);
-            s = fmaf(dy, xh, s);
-        }
-        if (LN && want_b)
+        float &s = nf_f4(cur[e / 4], e % 4);
+        s = fmaf(dy, xh, s);
+        if constexpr (LN)
             nf_f4(cur[2 + e / 4], e % 4) += dy;
     }
     __device__ __forceinline__ void end(int v)
     {
 #pragma unroll
         for (int p = 0; p < kPlanes; ++p)
-            if (p < 2 ? want_g : want_b)
-                planes[p * nv + v] = cur[p];
+            planes[p * nv + v] = cur[p];
     }
     /* Row blockIdx.x of part_g / part_b (skipped where NULL), each thread its
      * own columns. */
@@ -346,7 +344,7 @@ __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_
     extern __shared__ float4 cols_smem[];                        /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
-    Cols cols(cols_smem, nv, t, part_g != NULL, part_b != NULL);
+    Cols cols(cols_smem, nv, t);
 
     if constexpr (Cols::kOn)
         nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
@@ -462,7 +460,7 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
     extern __shared__ float4 cols_smem[];                        /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
-    Cols cols(cols_smem, nv, t, part_g != NULL, part_b != NULL);
+    Cols cols(cols_smem, nv, t);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     RowTile<VPT> cur;
@@ -541,7 +539,7 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
         nf_cp_async_commit();
     };
 
-    RegColumns<TPR, VPT, LN> cols(nullptr, nv, t, part_g != NULL, part_b != NULL);
+    RegColumns<TPR, VPT, LN> cols(nullptr, nv, t);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
 #pragma unroll

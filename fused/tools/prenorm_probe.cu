@@ -6,8 +6,10 @@
  *   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Isrc -Ifused \
  *        fused/tools/prenorm_probe.cu src/status.c src/context.c \
  *        fused/prenorm_gemm_fwd.cu -lcublasLt -lcudnn -o prenorm_probe
- *   ./prenorm_probe [--quick | --tails]  (NF_SEED=<seed> to change the inputs;
- *                                        --tails: tail shapes only, no timing)
+ *   ./prenorm_probe [--quick | --tails | --shape MxKxN]  (NF_SEED=<seed> to change
+ *       the inputs; --tails: tail shapes only, no timing; --shape: that shape
+ *       only, no tails, e.g. under a profiler: per variant 2 checked launches,
+ *       then the timed ones)
  *
  * Check, per shape and tile variant (nf_prenorm_variant, fused/fused.h):
  *   y*_ij = rstd*_i sum_k A_ik B_kj,  rstd*_i = 1/sqrt(sum_k A_ik^2 / K + eps)  (double)
@@ -308,6 +310,15 @@ int main(int argc, char **argv)
                 grid.push_back({M, K, N, 0});
     if (quick) grid.resize(3);
     if (tails_only) grid.clear();
+    long long sm, sk, sn;
+    if (argc > 2 && !strcmp(argv[1], "--shape")) { /* one shape, no tails: for a profiler */
+        if (sscanf(argv[2], "%lldx%lldx%lld", &sm, &sk, &sn) != 3 || sm < 1 || sk < 8 || sn < 8) {
+            fprintf(stderr, "prenorm_probe: --shape wants MxKxN (K, N multiples of 8), got '%s'\n", argv[2]);
+            return 2;
+        }
+        grid = {{sm, sk, sn, 0}};
+        tails.clear();
+    }
 
     int64_t maxMK = 0, maxKN = 0, maxMN = 0;
     for (auto v : {&tails, &grid})

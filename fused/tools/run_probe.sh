@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_probe.sh — build and run the pre-norm GEMM probe on a Hopper machine.
-#   [SANITIZE=1] fused/tools/run_probe.sh [--quick | --tails]   (from the repository root)
+#   [SANITIZE=1] fused/tools/run_probe.sh [--quick | --tails | --shape MxKxN]   (from the repository root)
 # Builds with nvcc directly (the library's src/status.c and src/context.c, no CMake), prints the
 # resource report and the HGMMA count of the SASS, then runs the probe.
 # Logs go to $OUT when it is set (the device tool's output folder), else /tmp.

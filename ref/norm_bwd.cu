@@ -862,6 +862,7 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
     constexpr size_t smem = BwdRing<TPR, VPT, LN, STAGES>::kBytes;
     static_assert(BwdRing<TPR, VPT, LN, 1>::kBytes >= partials_red_floats<TPR, VPT>() * sizeof(float),
                   "one ring slot holds the partials' reduction");
+    static_assert(RegColumns<TPR, VPT, LN>::kOn, "the staged kernel sums dg/db in registers");
     auto kernel = norm_bwd_staged<TPR, VPT, LN, STAGES>;
     NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int64_t grid;

@@ -331,11 +331,6 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         setmaxnreg_dec<kProducerRegs>();
         if (tid == 0)
             produce<C>(s, &tm_a, &tm_b, M, N, k_tiles);
-        /* The producer lane's 31 warp mates wait here, not in the exit
-         * cluster barrier: parked in barrier.cluster.wait beside a lane that
-         * is still issuing loads, they cost the cluster variants 1.5-2.5x
-         * (fused/NOTES.md v5). */
-        __syncwarp();
     } else {
         setmaxnreg_inc<kConsumerRegs>();
         const int cw = wg - CONSUMER0;

@@ -74,10 +74,16 @@ __device__ __forceinline__ void dsmem_store_f32x2(uint32_t remote, float2 v)
 }
 
 /* Arrive on the mbarrier at shared::cluster address `remote` (any CTA of the
- * cluster, this one included), releasing this thread's prior accesses. */
+ * cluster, this one included), releasing this thread's prior accesses at CTA
+ * scope.  Enough for handing a ring stage back: what a peer writes into this
+ * CTA's stage (multicast Wg boxes) was read here only by wgmma, complete
+ * before the arrive; this thread's generic reads of the stage (the A tile's
+ * sum of squares) precede writes by this CTA's own producer only.  Release at
+ * cluster scope put a memory barrier (ERRBAR) before every arrive, the top
+ * stall of the cluster variants under ncu. */
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t remote)
 {
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 } // namespace nf_hopper

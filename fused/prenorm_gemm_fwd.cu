@@ -21,10 +21,10 @@
  * stage: A 128x64 (16 KB, K-major) and Wg 64xBN as BN/64 boxes of 64x64 (8 KB
  * each, N contiguous: the MN-major "transposed" B operand of wgmma, tnspB = 1).
  * Variants (fused/fused.h): coop_n128, coop_n256, coop_n256_s4 (one CTA per
- * tile; the launcher picks n256_s4 once N > 128, n128 otherwise) and cluster2_n128/n256
- * (2-CTA clusters along M sharing each Wg tile by TMA multicast; correct but
- * measured 1.5-2.5x slower on the H200, kept as the tested user of the
- * multicast/DSMEM machinery; fused/NOTES.md v3).
+ * tile; nf_prenorm_pick_variant chooses by shape) and cluster2_n128/n256/n256_s4
+ * (2-CTA clusters along M sharing each Wg tile by TMA multicast; within 0-8 %
+ * of the one-CTA tiles on the H200 since the stage release arrives at CTA
+ * scope, not ahead; fused/NOTES.md v3, v5).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -60,8 +60,8 @@
  * per CTA: BN=128: 5 x 32 KB stages + 32 KB Y tile + barriers ~ 197 KB;
  * BN=256: 3 x 48 KB stages + 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4:
  * 4 x 48 KB stages + 2 x 2 x 8 KB Y slots + barriers ~ 226 KB.
- * Measured (H200, fused/NOTES.md v4, the probe): 0.90-1.18x the time of
- * cuBLASLt's GEMM alone over SPEC.md's seed grid (hidden% and speedup are the
+ * Measured (H200, fused/NOTES.md v5, the probe): the best variant takes
+ * 0.88-1.08x the time of cuBLASLt's GEMM alone over SPEC.md's seed grid (hidden% and speedup are the
  * bench tool's to measure).
  */
 #include <cuda.h>
@@ -506,14 +506,18 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     }
 }
 
-/* Measured on the H200 (fused/NOTES.md, runs 1-4): coop BN = 256 wins or ties
- * on every seed-grid shape (N >= 256), and with 4 stages (coop_n256_s4) it is
- * faster on 22 of the 27 (up to 15 %, N = 256 with K >= 512) and within the
- * run-to-run spread on the rest; the cluster variants lose everywhere. */
+/* Measured on the H200 (fused/NOTES.md v5, the probe over the seed grid):
+ * BN = 256 wins or ties on every shape (N >= 256).  With one N-tile (N = 256)
+ * and a mainloop of 8 or more k-tiles (K >= 512), the fourth stage of
+ * coop_n256_s4 pays (4-15 %); elsewhere coop_n256, whose whole Y tile leaves
+ * as one group, is as fast or up to 6 % faster than the 2-slot Y ring.  The
+ * cluster variants come within 0-8 % of coop_n256, not ahead. */
 extern "C" nf_prenorm_variant nf_prenorm_pick_variant(int64_t M, int64_t K, int64_t N)
 {
-    (void)M; (void)K;
-    return N <= 128 ? NF_PRENORM_COOP_N128 : NF_PRENORM_COOP_N256_S4;
+    (void)M;
+    if (N <= 128)
+        return NF_PRENORM_COOP_N128;
+    return N <= 256 && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
 }
 
 extern "C" nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a,

@@ -25,15 +25,16 @@
  *  - vectorised, n <= 8192 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
  *    dx, g): persistent CTAs; a group of TPR threads owns a row, caches x and
  *    dy in registers (read once), reduces the two row sums, writes dx, and
- *    keeps its columns' dg/db contributions in registers across all the rows
- *    it visits.  At the end the row groups of a CTA are combined through
- *    shared memory in a fixed order and the CTA writes one partial row.
- *    Where measured faster (launch_vec_by_n) the row loop is software-
- *    pipelined instead (norm_bwd_pipe): the next row's x/dy loads are in
- *    flight while the current row is reduced and stored.
- *  - vectorised, 8192 < n <= 16384: the same, but the rows reach the
- *    registers through a shared-memory ring filled by cp.async a row ahead
- *    (norm_bwd_staged): a 512-thread CTA holding a row and the dg/db
+ *    keeps its columns' dg/db contributions across all the rows it visits,
+ *    in registers or, where a row is long (RMSNorm n > 4096, LayerNorm
+ *    4096 < n <= 8192), in shared memory (the column policies below).  At the
+ *    end the row groups of a CTA are combined in a fixed order and the CTA
+ *    writes one partial row.  Where measured faster (launch_vec_by_n) the row
+ *    loop is software-pipelined instead (norm_bwd_pipe): the next row's x/dy
+ *    loads are in flight while the current row is reduced and stored.
+ *  - vectorised, LayerNorm 8192 < n <= 16384: the same, but the rows reach
+ *    the registers through a shared-memory ring filled by cp.async a row
+ *    ahead (norm_bwd_staged): a 512-thread CTA holding a row and the dg/db
  *    accumulators fills the register file, one row per SM, and the ring keeps
  *    the next row's loads in flight meanwhile.
  *  - vectorised, 16384 < n <= 32768: the same row kernel without the dg/db
@@ -153,11 +154,14 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4
  *    This frees the registers that bound occupancy once a row is long
  *    (LayerNorm at n = 8192 holds 64 accumulators per thread in registers).
  * The same adds happen in the same order whatever the policy; only the rows
- * each CTA owns (the grid) differ.  Both sums are always formed (write skips
- * the ones not asked for): a branch per element on whether dg or db is wanted
- * split the row loop into small blocks and cost the LayerNorm backward up to
- * a third of its speed on the H200 (reports/h200/ab_norm_smem), where the
- * adds themselves cost nothing measurable.
+ * each CTA owns (the grid) differ.  Both sums are always formed and write
+ * skips the ones not asked for: no branch per element in the row loop.
+ * Measured (reports/h200/ab_norm_smem, M n = 2^26 / 2^28): shared-memory
+ * columns take LayerNorm n = 8192 from 158.7 / 475.4 to 132.1 / 454.5 us,
+ * RMSNorm n = 8192 from 126.9 / 421.6 to 115.6 / 419.2 and n = 16384 from
+ * 128.6 / 467.5 to 120.3 / 419.6; at n = 4096 (3-7 CTAs per SM already) and
+ * for LayerNorm at n = 16384 (one 512-thread CTA per SM either way) they
+ * lose or tie, and the register forms stay there.
  */
 template <int TPR, int VPT, bool LN>
 struct NoColumns {
@@ -883,8 +887,9 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
  * 2^28); n in (4096, 8192]: the plain kernel with half the vectors (0.71 ->
  * 0.73).  LayerNorm, n in (512, 2048]: the plain row kernel (0.71-0.76 ->
  * 0.74-0.77; the prefetch's registers cost more occupancy than it hides).
- * Both kinds, n in (8192, 16384]: the staged kernel with a 2-slot ring
- * (norm_bwd_staged's comment has the numbers).
+ * n > 4096 (LayerNorm: up to 8192): dg/db in shared memory (SmemColumns'
+ * comment has the numbers).  LayerNorm, n in (8192, 16384]: the staged
+ * kernel with a 2-slot ring (norm_bwd_staged's comment has the numbers).
  */
 template <bool LN>
 nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
@@ -896,14 +901,15 @@ nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         if (nv <= 128)  return launch_vec_kind<RegColumns, 32, 4, LN>(ctx, a, slot);   /* n <= 1024  */
         if (nv <= 256)  return launch_vec_kind<RegColumns, 64, 4, LN>(ctx, a, slot);   /* n <= 2048  */
         if (nv <= 512)  return launch_pipe_kind<RegColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096  */
-        if (nv <= 1024) return launch_vec_kind<RegColumns, 256, 4, LN>(ctx, a, slot);  /* n <= 8192  */
+        if (nv <= 1024) return launch_vec_kind<SmemColumns, 256, 4, LN>(ctx, a, slot); /* n <= 8192  */
+        if (nv <= 2048) return launch_staged_kind<512, 4, LN, 2>(ctx, a, slot);        /* n <= 16384 */
     } else {
         if (nv <= 128)  return launch_pipe_kind<RegColumns, 64, 2, LN>(ctx, a, slot);  /* n <= 1024  */
         if (nv <= 256)  return launch_pipe_kind<RegColumns, 128, 2, LN>(ctx, a, slot); /* n <= 2048  */
         if (nv <= 512)  return launch_pipe_kind<RegColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096  */
-        if (nv <= 1024) return launch_vec_kind<RegColumns, 512, 2, LN>(ctx, a, slot);  /* n <= 8192  */
+        if (nv <= 1024) return launch_vec_kind<SmemColumns, 512, 2, LN>(ctx, a, slot); /* n <= 8192  */
+        if (nv <= 2048) return launch_vec_kind<SmemColumns, 512, 4, LN>(ctx, a, slot); /* n <= 16384 */
     }
-    if (nv <= 2048) return launch_staged_kind<512, 4, LN, 2>(ctx, a, slot);            /* n <= 16384 */
     return launch_vec_kind<NoColumns, 1024, 4, LN>(ctx, a, slot);                      /* n <= 32768 */
 }
 

@@ -88,11 +88,7 @@ enum named_barrier { BAR_EPILOGUE0 = 1, BAR_EPILOGUE1 = 2 };
 
 constexpr int kConsumers = ROLE_COUNT - 1;
 constexpr int kWarpsPerWarpgroup = kWarpgroupThreads / 32;
-/* setmaxnreg per thread of the producer / consumer warpgroups: within the
- * 65536 of the SM (128 P + 256 C), the producer side needing more when its
- * norm warps sum squares */
-template <class C> constexpr int producer_regs() { return C::NORM_WARPS ? 56 : 40; }
-template <class C> constexpr int consumer_regs() { return C::NORM_WARPS ? 224 : 232; }
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 constexpr int kGroupM = 8;            /* tile-rows per rasterisation group */
 constexpr int kRowThreads = 2;        /* threads sharing one row's sum of squares */
 constexpr int kChunkBytes = 16;       /* one swizzle chunk = 8 bf16 */
@@ -103,20 +99,15 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, int NORM_WARPS_ = 0>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
-    /* Who sums the squares of A's rows: 0 = the consumer warpgroups, between
-     * wgmma issue and wait; 2 = two otherwise idle warps of the producer
-     * warpgroup (norm_rows), which hand each tile's rstd to the epilogue. */
-    static constexpr int NORM_WARPS = NORM_WARPS_;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
-    /* arrivals on an empty barrier: every consumer warp of every CTA of the
-     * cluster, and this CTA's norm warps (they read this CTA's A tile only) */
-    static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER + NORM_WARPS;
+    /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
+    static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = ROLE_COUNT * kWarpgroupThreads;
     static constexpr int ACC = BN / 2;                       /* fp32 accumulators / thread */
     static constexpr int A_BYTES = BM * BK * kBf16;          /* 16 KB */
@@ -128,7 +119,6 @@ struct config {
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
     static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
-    static_assert(NORM_WARPS == 0 || NORM_WARPS == 2, "two norm warps: warps 2 and 3 of the producer");
 };
 
 template <class C>
@@ -137,11 +127,7 @@ struct shared_storage {
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
     alignas(kSmemAlign) uint8_t y[kConsumers][C::Y_SLOTS][C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
-    /* a tile's rstd (consumer cw reads rstd[.][64cw .. 64cw+63]); with norm
-     * warps, double-buffered by tile parity, rstd_full[b] / rstd_empty[b]
-     * handing buffer b from the norm warps to the consumers and back */
-    float rstd[C::NORM_WARPS ? 2 : 1][C::BM];
-    uint64_t rstd_full[2], rstd_empty[2];
+    float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
 };
 
 template <class C>
@@ -215,62 +201,8 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
     }
 }
 
-/* rstd of a row from its sum of squares; a row whose fp32 sum overflowed
- * (finite |a| beyond ~2^63) is outside the lazy form's range and scales
- * its Y by NaN, never by 0 (normfuse.h); rows holding an Inf get NaN from
- * acc anyway.  *out gets the plain rstd (0 for such rows). */
-__device__ __forceinline__ float row_scale(float ss, int64_t K, float eps, float *out)
-{
-    const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
-    *out = rstd;
-    return isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
-}
-
-/* Norm warps (C::NORM_WARPS = 2; nt = 0..63 over both): walk the tiles and
- * stages as the consumers do; per stage, thread nt sums the squares of rows nt
- * and nt + 64 of the A tile (both halves, chunks in logical order: a fixed
- * order, deterministic) and its warp releases the stage (on this CTA only);
- * per tile, once the consumers have read buffer i % 2 two tiles back, it
- * writes the rows' scales there (and rstd_out for N-tile 0) and its warp
- * arrives on rstd_full. */
-template <class C>
-__device__ __forceinline__ void norm_rows(shared_storage<C> &s, int nt, int64_t M, int64_t N, int64_t K,
-                                          float eps, float *rstd_out, int k_tiles)
-{
-    tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
-    ring_pos<C::STAGES> p;
-    tile_coord t;
-    for (uint32_t i = 0; sched.fetch(t); ++i) {
-        float ss0 = 0.0f, ss1 = 0.0f;
-        for (int kt = 0; kt < k_tiles; ++kt) {
-            s.ring.consumer_wait(p);
-            ss0 = row_sumsq(s.a[p.stage], nt, 0, ss0);
-            ss0 = row_sumsq(s.a[p.stage], nt, 1, ss0);
-            ss1 = row_sumsq(s.a[p.stage], nt + kWgmmaM, 0, ss1);
-            ss1 = row_sumsq(s.a[p.stage], nt + kWgmmaM, 1, ss1);
-            __syncwarp();
-            if (threadIdx.x % 32 == 0)
-                s.ring.consumer_release(p);
-            p.advance();
-        }
-        const int buf = (int)(i & 1u);
-        mbar_wait(&s.rstd_empty[buf], ((i >> 1) & 1u) ^ 1u); /* first use of each buffer: free */
-        const int64_t m0 = t.m_tile * C::BM;
-        float r0, r1;
-        s.rstd[buf][nt] = row_scale(ss0, K, eps, &r0);
-        s.rstd[buf][nt + kWgmmaM] = row_scale(ss1, K, eps, &r1);
-        if (t.n_tile == 0 && rstd_out) {
-            if (m0 + nt < M) rstd_out[m0 + nt] = r0;
-            if (m0 + nt + kWgmmaM < M) rstd_out[m0 + nt + kWgmmaM] = r1;
-        }
-        __syncwarp();
-        if (threadIdx.x % 32 == 0)
-            mbar_arrive(&s.rstd_full[buf]);
-    }
-}
-
 /* acc = A[rows of this warpgroup] @ Wg[:, n-tile]; returns this thread's
- * partial sum of squares of its row (0 when norm warps sum them). */
+ * partial sum of squares of its row. */
 template <class C>
 __device__ __forceinline__ float mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
                                           float (&acc)[C::ACC], int cw, int tid, int k_tiles)
@@ -295,8 +227,8 @@ __device__ __forceinline__ float mainloop(shared_storage<C> &s, ring_pos<C::STAG
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
         if (kt > 0)
             release_stage<C>(s.ring, prev);
-        if constexpr (!C::NORM_WARPS) /* then this stage's sum of squares, overlapping */
-            ss = row_sumsq(s.a[p.stage], row, half, ss); /* the wgmma just issued */
+        ss = row_sumsq(s.a[p.stage], row, half, ss); /* then this stage's sum of squares,
+                                                        overlapping the wgmma just issued */
         prev = p;
         p.advance();
     }
@@ -306,38 +238,25 @@ __device__ __forceinline__ float mainloop(shared_storage<C> &s, ring_pos<C::STAG
     return ss;
 }
 
-/* Y = bf16(acc * scale of the row) -> smem -> TMA store, one 64x64 box (one
- * bulk group) at a time.  The row scales (row_scale): from ss here, or with
- * norm warps from buffer tile % 2 of s.rstd once rstd_full says it is
- * written (this tile is the consumer's tile-th). */
+/* rstd = 1/sqrt(ss/K + eps); Y = bf16(acc * rstd) -> smem -> TMA store, one
+ * 64x64 box (one bulk group) at a time. */
 template <class C>
 __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], float ss,
-                                         uint32_t tile, int cw, int tid, int64_t m0, int64_t n0,
-                                         int64_t M, int64_t N, int64_t K, float eps, bool write_rstd,
+                                         int cw, int tid, int64_t m0, int64_t n0, int64_t M,
+                                         int64_t N, int64_t K, float eps, bool write_rstd,
                                          float *rstd_out, const CUtensorMap *tm_y)
 {
     const uint32_t bar = cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1;
-    const int w = tid / 32, l = tid % 32;
-    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
-    float rs0 = 0.0f, rs1 = 0.0f;
-    if constexpr (C::NORM_WARPS) {
-        const int buf = (int)(tile & 1u);
-        mbar_wait(&s.rstd_full[buf], (tile >> 1) & 1u);
-        rs0 = s.rstd[buf][cw * kWgmmaM + r0];
-        rs1 = s.rstd[buf][cw * kWgmmaM + r1];
-        __syncwarp();
-        if (l == 0)
-            mbar_arrive(&s.rstd_empty[buf]);
-    } else {
-        ss += __shfl_xor_sync(0xffffffffu, ss, 1); /* ss_i = both halves of row i */
-        const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
-        float rstd;
-        const float scale = row_scale(ss, K, eps, &rstd);
-        if (tid % kRowThreads == 0) {
-            s.rstd[0][row] = scale;
-            if (write_rstd && m0 + row < M)
-                rstd_out[m0 + row] = rstd;
-        }
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);           /* ss_i = both halves of row i */
+    const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
+    const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
+    if (tid % kRowThreads == 0) {
+        /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
+         * is outside the lazy form's range: its Y is NaN, never acc * 0
+         * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
+        s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
+        if (write_rstd && m0 + row < M)
+            rstd_out[m0 + row] = rstd;
     }
 
     /* Box bx goes to slot bx % Y_SLOTS.  With a slot per box, the previous
@@ -346,7 +265,10 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
      * store that last used its slot (Y_SLOTS groups ago, maybe the previous
      * tile's), and leaves as its own group. */
     constexpr bool kRing = C::Y_SLOTS < C::B_BOXES;
+    const int w = tid / 32, l = tid % 32;
+    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
     const int64_t row0 = m0 + cw * kWgmmaM;
+    float rs0 = 0.0f, rs1 = 0.0f;
 #pragma unroll
     for (int bx = 0; bx < C::B_BOXES; ++bx) {
         if (bx == 0 || kRing) {
@@ -354,9 +276,9 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
                 tma_store_wait_read<kRing ? C::Y_SLOTS - 1 : 0>();
             named_barrier_sync(bar, kWarpgroupThreads); /* slot free; s.rstd written */
         }
-        if (!C::NORM_WARPS && bx == 0) {
-            rs0 = s.rstd[0][cw * kWgmmaM + r0];
-            rs1 = s.rstd[0][cw * kWgmmaM + r1];
+        if (bx == 0) {
+            rs0 = s.rstd[cw * kWgmmaM + r0];
+            rs1 = s.rstd[cw * kWgmmaM + r1];
         }
         uint8_t *box = s.y[cw][bx % C::Y_SLOTS];
 #pragma unroll
@@ -399,11 +321,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
     const int k_tiles = (int)((K + C::BK - 1) / C::BK);
 
     if (threadIdx.x == 0) {
-        for (int b = 0; b < 2; ++b) {
-            mbar_init(&s.rstd_full[b], C::NORM_WARPS);                      /* a norm warp each */
-            mbar_init(&s.rstd_empty[b], kConsumers * kWarpsPerWarpgroup); /* a consumer warp each */
-        }
-        s.ring.init(C::EMPTY_ARRIVALS); /* (fences every initialisation above too) */
+        s.ring.init(C::EMPTY_ARRIVALS);
         tma_prefetch_map(&tm_a);
         tma_prefetch_map(&tm_b);
         tma_prefetch_map(&tm_y);
@@ -414,21 +332,19 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         __syncthreads();
 
     if (wg == PRODUCER) {
-        setmaxnreg_dec<producer_regs<C>()>();
+        setmaxnreg_dec<kProducerRegs>();
         if (tid == 0)
             produce<C>(s, &tm_a, &tm_b, M, N, k_tiles);
-        else if (C::NORM_WARPS && tid >= 2 * 32) /* warps 2 and 3 */
-            norm_rows<C>(s, tid - 2 * 32, M, N, K, eps, rstd_out, k_tiles);
     } else {
-        setmaxnreg_inc<consumer_regs<C>()>();
+        setmaxnreg_inc<kConsumerRegs>();
         const int cw = wg - CONSUMER0;
         tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
         ring_pos<C::STAGES> p;
         tile_coord t;
         float acc[C::ACC];
-        for (uint32_t i = 0; sched.fetch(t); ++i) {
+        while (sched.fetch(t)) {
             const float ss = mainloop<C>(s, p, acc, cw, tid, k_tiles);
-            epilogue<C>(s, acc, ss, i, cw, tid, t.m_tile * C::BM, t.n_tile * C::BN, M, N, K, eps,
+            epilogue<C>(s, acc, ss, cw, tid, t.m_tile * C::BM, t.n_tile * C::BN, M, N, K, eps,
                         t.n_tile == 0 && rstd_out != nullptr, rstd_out, &tm_y);
         }
         if (tid == 0)
@@ -552,13 +468,10 @@ using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
 using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
-using coop_n256_nw = config<256, 3, 1, 4, 2>;
-using coop_n256_s4_nw = config<256, 4, 1, 2, 2>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
-static_assert(smem_bytes<coop_n256_s4_nw>() <= kMaxSmem, "BN=256, 4 stages, norm warps shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -573,8 +486,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
     case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
-    case NF_PRENORM_COOP_N256_NW: return f(config_tag<coop_n256_nw>{});
-    case NF_PRENORM_COOP_N256_S4_NW: return f(config_tag<coop_n256_s4_nw>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -591,8 +502,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
     case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
-    case NF_PRENORM_COOP_N256_NW: return "coop_n256_nw";
-    case NF_PRENORM_COOP_N256_S4_NW: return "coop_n256_s4_nw";
     default: return "?";
     }
 }

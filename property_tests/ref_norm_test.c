@@ -185,6 +185,12 @@ static const norm_case vec_cases[] = {
     {NF_NORM_RMS, 257, 2048, 64, 0, 0, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 129, 4096, 0, 0, 1, 1, 1000.0, 0.0},
     {NF_NORM_RMS, 65, 8192, 8, 0, 1, 0, 0.0, 0.0},
+    /* dg/db in shared memory (SmemColumns), rows revisited by the persistent
+     * grid, a thread's last vector past n (5000, 6144) */
+    {NF_NORM_LAYER, 300, 5000, 0, 0, 1, 1, 0.0, 0.0},
+    {NF_NORM_RMS, 700, 6144, 0, 0, 1, 0, 0.0, 0.0},
+    {NF_NORM_LAYER, 1031, 8192, 8, 0, 1, 1, 3.0, 0.01},
+    {NF_NORM_RMS, 531, 16384, 0, 0, 1, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 33, 16384, 0, 0, 1, 1, 10.0, 0.0},
     {NF_NORM_LAYER, 9, 32768, 0, 0, 1, 1, 0.0, 0.0},
     {NF_NORM_RMS, 5, 65536, 0, 0, 1, 0, 0.0, 0.0},

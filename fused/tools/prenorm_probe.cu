@@ -312,7 +312,8 @@ int main(int argc, char **argv)
     if (tails_only) grid.clear();
     long long sm, sk, sn;
     if (argc > 2 && !strcmp(argv[1], "--shape")) { /* one shape, no tails: for a profiler */
-        if (sscanf(argv[2], "%lldx%lldx%lld", &sm, &sk, &sn) != 3 || sm < 1 || sk < 8 || sn < 8) {
+        if (sscanf(argv[2], "%lldx%lldx%lld", &sm, &sk, &sn) != 3 || sm < 1 || sk < 8 || sn < 8 ||
+            sk % 8 || sn % 8) {
             fprintf(stderr, "prenorm_probe: --shape wants MxKxN (K, N multiples of 8), got '%s'\n", argv[2]);
             return 2;
         }

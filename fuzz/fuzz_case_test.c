@@ -93,6 +93,22 @@ Test(fuzz_cases, cases_respect_the_caps_and_hit_the_edges)
     cr_assert(m1 > 0 && tail > 0, "edges not hit: M=1 %d times, tile tails %d times", m1, tail);
 }
 
+/* Self-attention cases (no separate K/V) leave Sk at 0; their cost must be
+ * that of keys as long as the queries, or every one of them would be judged
+ * cheap enough for the MPFR oracle and escape the fuzzer's cost cap (a
+ * 445-token, 8-head, D = 256 backward once took 93 s of MPFR in the gate). */
+Test(fuzz_cases, self_attention_cost_counts_the_keys)
+{
+    nf_case self, sep;
+    memset(&self, 0, sizeof self);
+    self.op = NF_OP_ATTENTION_BWD;
+    self.B = 1, self.H = 8, self.D = 256, self.Sq = 445, self.Sk = 0, self.separate_kv = 0;
+    sep = self;
+    sep.separate_kv = 1, sep.Sk = 445;
+    cr_assert(nf_case_cost(&self) > NF_MPFR_MAX_COST, "cost %g", nf_case_cost(&self));
+    cr_assert_float_eq(nf_case_cost(&self), nf_case_cost(&sep), 1e-9 * nf_case_cost(&sep));
+}
+
 Test(fuzz_shards, every_index_in_exactly_one_shard)
 {
     const int ns[] = {1, 2, 3, 7, 16};

@@ -89,8 +89,10 @@ int64_t nf_case_max_elems(const nf_case *c)
 
 double nf_case_cost(const nf_case *c)
 {
-    if (is_attention(c->op)) /* QK^T and PV per head, plus the norms */
-        return 2.0 * c->B * c->H * (double)c->Sq * c->Sk * c->D * (nf_op_is_backward(c->op) ? 3.0 : 1.0);
+    if (is_attention(c->op)) { /* QK^T and PV per head, plus the norms */
+        const double sk = c->separate_kv ? c->Sk : c->Sq; /* without separate K/V, Sk is 0 */
+        return 2.0 * c->B * c->H * (double)c->Sq * sk * c->D * (nf_op_is_backward(c->op) ? 3.0 : 1.0);
+    }
     if (is_gemm(c->op))
         return (double)c->M * c->K * c->N * (nf_op_is_backward(c->op) ? 3.0 : 1.0);
     return (double)c->M * c->N * 4.0;

@@ -1,7 +1,8 @@
 /*
  * fuzz_log_test.c — the JSONL log: every line parses back, a partial last
  * line (a run killed mid-write) is cut on resume and its result re-run,
- * appending after the cut gives well-formed lines; JSON strings escape.
+ * appending after the cut gives well-formed lines; JSON strings escape; a
+ * log is resumed only by a run of its own seed.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -109,4 +110,46 @@ Test(fuzz_log, missing_file_is_an_empty_log)
     cr_assert_eq(nf_log_load("/tmp/nf_no_such_log_file.jsonl", &done, 1), 0);
     cr_assert_eq(done.lines, 0);
     nf_done_free(&done);
+}
+
+/* Case indices mean something only with the seed that drew them: resuming a
+ * log of another seed (or of several) must be refused, not skip cases. */
+Test(fuzz_log, resume_refuses_a_log_of_another_seed)
+{
+    char path[256];
+    temp_path(path, sizeof path);
+    const uint64_t big = 18000000000000000000ull; /* above INT64_MAX: parsed unsigned */
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, big);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (int64_t i = 0; i < 4; ++i)
+        log_one(f, &cfg, i, impls[0]);
+    fclose(f);
+
+    nf_done_set done;
+    cr_assert_eq(nf_log_load(path, &done, 0), 0);
+    cr_assert(done.has_seed && !done.mixed_seeds);
+    cr_assert_eq(done.seed, big);
+    nf_done_free(&done);
+
+    nf_fuzz_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.log_path = path;
+    o.resume = 1;
+    o.only_case = 0; /* never reached: the check comes first, so no device is needed */
+    o.nshards = 1;
+    nf_fuzz_summary s;
+    nf_fuzz_cfg_default(&o.cfg, 7);
+    cr_assert_eq(nf_fuzz_run(NULL, &o, &s), -1, "a log of seed %llu resumed under seed 7", (unsigned long long)big);
+
+    f = fopen(path, "a"); /* a second campaign appended to the same file */
+    log_one(f, &o.cfg, 4, impls[0]);
+    fclose(f);
+    cr_assert_eq(nf_log_load(path, &done, 0), 0);
+    cr_assert(done.mixed_seeds);
+    nf_done_free(&done);
+    o.cfg.seed = big;
+    cr_assert_eq(nf_fuzz_run(NULL, &o, &s), -1, "a log of two seeds resumed");
+    unlink(path);
 }

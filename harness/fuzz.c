@@ -271,11 +271,18 @@ int nf_log_load(const char *path, nf_done_set *done, int truncate_partial)
         good_end += len;
         ++done->lines;
         int64_t index;
+        uint64_t seed;
         char impl[128];
         if (nf_json_find_int(line, "case", &index) == 0 && nf_json_find_str(line, "impl", impl, sizeof impl) == 0)
             nf_done_add(done, index, impl);
         else
             ++done->bad_lines;
+        if (nf_json_find_uint(line, "seed", &seed) == 0) {
+            if (done->has_seed && seed != done->seed)
+                done->mixed_seeds = 1;
+            else if (!done->has_seed)
+                done->seed = seed, done->has_seed = 1;
+        }
     }
     free(line);
     fseeko(f, 0, SEEK_END);

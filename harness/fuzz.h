@@ -56,6 +56,8 @@ typedef struct nf_done_set {
     int sorted;
     int64_t lines, bad_lines; /* complete lines read, of which unparseable */
     int64_t truncated_bytes;  /* partial last line removed                   */
+    uint64_t seed;            /* the campaign seed of the first line with one */
+    int has_seed, mixed_seeds; /* a seed was read; lines disagree on it       */
 } nf_done_set;
 
 /* Read an existing log; with truncate_partial, cut a partial last line (a

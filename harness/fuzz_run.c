@@ -40,6 +40,19 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
     if (o->log_path) {
         if (nf_log_load(o->log_path, &done, o->resume) != 0)
             return -1;
+        /* a case index names a case only together with the seed: resuming a
+         * log of another seed would skip cases that never ran */
+        if (o->resume && (done.mixed_seeds || (done.has_seed && done.seed != o->cfg.seed))) {
+            if (done.mixed_seeds)
+                fprintf(stderr, "fuzz: %s holds results of more than one seed; resume needs one campaign's log\n",
+                        o->log_path);
+            else
+                fprintf(stderr, "fuzz: %s was written with seed %llu, this run's is %llu: resume with --seed %llu "
+                        "or log to a new file\n", o->log_path, (unsigned long long)done.seed,
+                        (unsigned long long)o->cfg.seed, (unsigned long long)done.seed);
+            nf_done_free(&done);
+            return -1;
+        }
         if (!o->resume)
             nf_done_free(&done);
         else if (o->out && (done.lines || done.truncated_bytes))

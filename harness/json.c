@@ -145,6 +145,19 @@ int nf_json_find_int(const char *line, const char *key, int64_t *out)
     return 0;
 }
 
+int nf_json_find_uint(const char *line, const char *key, uint64_t *out)
+{
+    const char *q = after_key(line, key);
+    char *end = NULL;
+    if (!q || !isdigit((unsigned char)*q))
+        return -1;
+    const unsigned long long v = strtoull(q, &end, 10);
+    if (end == q)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int nf_json_find_str(const char *line, const char *key, char *out, size_t outlen)
 {
     const char *q = after_key(line, key);

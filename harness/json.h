@@ -32,10 +32,12 @@ void nf_json_bool(nf_json *j, const char *key, int v);
 /* Escape s as a JSON string literal (with quotes) onto f. */
 void nf_json_write_string(FILE *f, const char *s);
 
-/* In one JSON line: the integer member "key" (0 found, -1 not), the string
- * member "key" unescaped into out (0 found).  For the harness's own lines:
+/* In one JSON line: the integer member "key" (0 found, -1 not; _uint for
+ * unsigned 64-bit values such as seeds), the string member "key" unescaped
+ * into out (0 found).  For the harness's own lines:
  * looks for "key": at any depth, first occurrence. */
 int nf_json_find_int(const char *line, const char *key, int64_t *out);
+int nf_json_find_uint(const char *line, const char *key, uint64_t *out);
 int nf_json_find_str(const char *line, const char *key, char *out, size_t outlen);
 
 #endif /* NF_HARNESS_JSON_H */

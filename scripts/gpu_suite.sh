@@ -63,11 +63,21 @@ if has gate; then
   tail -12 "$out/gate.log"
 fi
 if has fuzz; then
-  # a fuzz.jsonl already in OUTDIR is a campaign to continue: resume it
-  resume=(); [ -s "$out/fuzz.jsonl" ] && resume=(--resume)
-  header "$out/fuzz.log" "normfuse fuzz --seconds ${NF_FUZZ_SECONDS:-120} --log fuzz.jsonl ${resume[*]}"
-  "$build/cli/normfuse" fuzz --seconds "${NF_FUZZ_SECONDS:-120}" --log "$out/fuzz.jsonl" "${resume[@]}" >> "$out/fuzz.log" 2>&1 ||
-    echo "gpu_suite: fuzz found failures (see fuzz.log)"
+  # A fuzz.jsonl already in OUTDIR is a campaign to continue: resume it under
+  # the seed it was written with.  A new campaign takes NF_SEED, else a seed
+  # of its own (the UTC date and hour), so runs do not repeat one another's
+  # cases; the seed is in the log's command line either way.
+  resume=()
+  if [ -s "$out/fuzz.jsonl" ]; then
+    resume=(--resume)
+    seed="$(sed -n '1s/.*"seed":\([0-9]*\).*/\1/p' "$out/fuzz.jsonl")"
+  else
+    seed="${NF_SEED:-$(date -u +%Y%m%d%H)}"
+  fi
+  [[ "$seed" =~ ^[0-9]+$ ]] || { echo "gpu_suite: no campaign seed (fuzz.jsonl's first line, NF_SEED: '$seed')"; exit 2; }
+  header "$out/fuzz.log" "normfuse fuzz --seed $seed --seconds ${NF_FUZZ_SECONDS:-120} --log fuzz.jsonl ${resume[*]}"
+  "$build/cli/normfuse" fuzz --seed "$seed" --seconds "${NF_FUZZ_SECONDS:-120}" --log "$out/fuzz.jsonl" "${resume[@]}" \
+    >> "$out/fuzz.log" 2>&1 || echo "gpu_suite: fuzz found failures or could not run (see fuzz.log)"
   tail -5 "$out/fuzz.log"
 fi
 if has report; then

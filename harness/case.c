@@ -80,19 +80,21 @@ int64_t nf_case_max_elems(const nf_case *c)
 {
     if (is_attention(c->op)) {
         const int64_t hd = (int64_t)c->H * c->D;
-        return (int64_t)c->B * (c->Sq > c->Sk ? c->Sq : c->Sk) * hd;
+        const int32_t sk = nf_case_max_keys(c);
+        return (int64_t)c->B * (c->Sq > sk ? c->Sq : sk) * hd;
     }
     if (is_gemm(c->op))
         return max3(c->M * c->K, c->K * c->N, c->M * c->N);
     return c->M * c->N;
 }
 
+int32_t nf_case_max_keys(const nf_case *c) { return c->separate_kv ? c->Sk : c->Sq; }
+
 double nf_case_cost(const nf_case *c)
 {
-    if (is_attention(c->op)) { /* QK^T and PV per head, plus the norms */
-        const double sk = c->separate_kv ? c->Sk : c->Sq; /* without separate K/V, Sk is 0 */
-        return 2.0 * c->B * c->H * (double)c->Sq * sk * c->D * (nf_op_is_backward(c->op) ? 3.0 : 1.0);
-    }
+    if (is_attention(c->op)) /* QK^T and PV per head, plus the norms */
+        return 2.0 * c->B * c->H * (double)c->Sq * nf_case_max_keys(c) * c->D *
+               (nf_op_is_backward(c->op) ? 3.0 : 1.0);
     if (is_gemm(c->op))
         return (double)c->M * c->K * c->N * (nf_op_is_backward(c->op) ? 3.0 : 1.0);
     return (double)c->M * c->N * 4.0;

@@ -84,6 +84,9 @@ float nf_case_eps(const nf_case *c);
 int64_t nf_case_max_elems(const nf_case *c);
 /* Multiply-adds of the op, to choose MPFR or the fast oracle. */
 double nf_case_cost(const nf_case *c);
+/* An attention case's longest key sequence: Sk with separate K/V, else Sq
+ * (the keys are the queries' tokens and Sk is unused, normally 0). */
+int32_t nf_case_max_keys(const nf_case *c);
 
 /* The shape as "key=value,..." (only the op's keys), e.g. "M=5,K=64,N=8";
  * nf_case_apply_shape parses the same form and overrides those dims.

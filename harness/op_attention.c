@@ -22,7 +22,7 @@
  * longest allowed, else uniform in 1..max. */
 static int32_t seqlen(const nf_case *c, int kv, int32_t b)
 {
-    const int32_t max = kv && c->separate_kv ? c->Sk : c->Sq;
+    const int32_t max = kv ? nf_case_max_keys(c) : c->Sq;
     nf_hrng r;
     nf_hrng_seed(&r, nf_hrng_derive(c->seed ^ SEQLEN_STREAM, (uint64_t)(2 * b + (kv && c->separate_kv))));
     return nf_hrng_below(&r, 2) ? max : (int32_t)(1 + nf_hrng_below(&r, max));
@@ -132,7 +132,7 @@ static void fwd_args(nf_case_data *d, int dev, nf_attention_fwd_args *a)
     *a = (nf_attention_fwd_args){
         .B = c->B, .H = c->H, .D = c->D, .Tq = Q->rows, .Tk = K->rows,
         .offsets_q = NF_TPTR(d, "offsets_q", dev), .offsets_k = NF_TPTR(d, "offsets_k", dev),
-        .max_seqlen_q = c->Sq, .max_seqlen_k = c->separate_kv ? c->Sk : c->Sq,
+        .max_seqlen_q = c->Sq, .max_seqlen_k = nf_case_max_keys(c),
         .Q = NF_TPTR(d, "Q", dev), .ldq = Q->ld, .K = NF_TPTR(d, "K", dev), .ldk = K->ld,
         .V = NF_TPTR(d, "V", dev), .ldv = NF_TLD(d, "V"),
         .act = c->act, .scale = nf_attention_default_scale(c->act, c->D), .causal = c->causal,
@@ -209,7 +209,7 @@ static void bwd_args(nf_case_data *d, int dev, nf_attention_bwd_args *a)
     *a = (nf_attention_bwd_args){
         .B = c->B, .H = c->H, .D = c->D, .Tq = Q->rows, .Tk = K->rows,
         .offsets_q = NF_TPTR(d, "offsets_q", dev), .offsets_k = NF_TPTR(d, "offsets_k", dev),
-        .max_seqlen_q = c->Sq, .max_seqlen_k = c->separate_kv ? c->Sk : c->Sq,
+        .max_seqlen_q = c->Sq, .max_seqlen_k = nf_case_max_keys(c),
         .Q = NF_TPTR(d, "Q", dev), .ldq = Q->ld, .K = NF_TPTR(d, "K", dev), .ldk = K->ld,
         .V = NF_TPTR(d, "V", dev), .ldv = NF_TLD(d, "V"),
         .act = c->act, .scale = nf_attention_default_scale(c->act, c->D), .causal = c->causal,

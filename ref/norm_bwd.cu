@@ -448,15 +448,14 @@ __device__ __forceinline__ void load_row(const nf_norm_bwd_args &a, int64_t row,
 /* Minimum resident 128-thread CTAs per SM asked of ptxas (caps registers at
  * 65536 / (128 min)): 4 (128 regs) fits without spilling everywhere except
  * VPT = 4 with LayerNorm's extra db accumulators or TPR = 128, which get 3
- * (168 regs).  With the columns in shared memory, 4.  Checked with
- * -Xptxas -v: no spills. */
-template <int TPR, int VPT, bool LN, class Cols> constexpr int pipe_min_ctas()
+ * (168 regs).  Checked with -Xptxas -v: no spills. */
+template <int TPR, int VPT, bool LN> constexpr int pipe_min_ctas()
 {
-    return (Cols::smem_bytes(1) == 0 && VPT == 4 && (LN || TPR > 64)) ? 3 : 4;
+    return (VPT == 4 && (LN || TPR > 64)) ? 3 : 4;
 }
 
 template <int TPR, int VPT, bool LN, class Cols>
-__global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN, Cols>()))
+__global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN>()))
 norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;

@@ -769,10 +769,8 @@ Test(budget, attention_budget_holds_for_unfused_and_flash_style)
                 nf_rng_fill_bf16(&r, V, TK * HD, NF_DIST_NORMAL, 1.0, 0.0);
                 nf_rng_fill_bf16(&r, R, TQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
                 nf_rng_fill_bf16(&r, dY, TQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
-                nf_rng_fill_bf16(&r, gl, HD, NF_DIST_NORMAL, 0.3, 1.0);
-                nf_rng_fill_bf16(&r, bl, HD, NF_DIST_NORMAL, 0.3, 0.0);
-                nf_rng_fill_bf16(&r, gr, HD, NF_DIST_NORMAL, 0.3, 1.0);
-                const float scale = act == NF_ACT_SOFTMAX ? (float)(1.0 / sqrt((double)D)) : 0.5f;
+                nf_rng_fill_attention_norm_weights(&r, gl, bl, gr, HD);
+                const float scale = act == NF_ACT_SOFTMAX ? nf_attention_default_scale(act, D) : 0.5f;
                 char shape[96];
                 snprintf(shape, sizeof shape, "act %d causal %d H=%d D=%d trial %d", act, causal, H, D, trial);
                 nf_attention_fwd_args a = {

@@ -294,10 +294,8 @@ Test(fast_oracle, attention_forward_and_backward)
                         fill_act(&r, V, tk, HD, in == IN_SUBNORMAL ? IN_SUBNORMAL : IN_NORMAL);
                         nf_rng_fill_bf16(&r, R, Tq * HD, NF_DIST_NORMAL, 1.0, 0.0);
                         nf_rng_fill_bf16(&r, dY, Tq * HD, NF_DIST_NORMAL, 1.0, 0.0);
-                        nf_rng_fill_bf16(&r, gl, HD, NF_DIST_NORMAL, 0.3, 1.0);
-                        nf_rng_fill_bf16(&r, bl, HD, NF_DIST_NORMAL, 0.3, 0.0);
-                        nf_rng_fill_bf16(&r, gr, HD, NF_DIST_NORMAL, 0.3, 1.0);
-                        const float scale = act == NF_ACT_SOFTMAX ? (float)(1.0 / sqrt((double)D)) : 1.0f;
+                        nf_rng_fill_attention_norm_weights(&r, gl, bl, gr, HD);
+                        const float scale = act == NF_ACT_SOFTMAX ? nf_attention_default_scale(act, D) : 1.0f;
                         char shape[160];
                         snprintf(shape, sizeof shape, "act %d causal %d H=%d D=%d %s jagged_kv=%d R=Q:%d trial %d",
                                  act, causal, H, D, IN_NAME[in], jag, rq, trial);

@@ -35,8 +35,6 @@
 #define TRIALS 2
 #define REPRO "repro: NF_SEED=%llu ./oracle_fd_test --filter oracle_fd/%s"
 
-/* SPEC's softmax scale 1/sqrt(D), rounded to float as the args hold it */
-static float nf_test_softmax_scale(int D) { return (float)(1.0 / sqrt((double)D)); }
 static const char *nf_test_act_name(int act)
 {
     static const char *names[NF_ACT_COUNT] = {"softmax", "gelu", "gelu_tanh", "silu"};
@@ -234,10 +232,8 @@ Test(oracle_fd, attention_backward)
                     nf_rng_fill_bf16(&r, V, TK * HD, NF_DIST_NORMAL, 1.0, 0.0);
                     nf_rng_fill_bf16(&r, R, TQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
                     nf_rng_fill_bf16(&r, dY, TQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
-                    nf_rng_fill_bf16(&r, gl, HD, NF_DIST_NORMAL, 0.3, 1.0);
-                    nf_rng_fill_bf16(&r, bl, HD, NF_DIST_NORMAL, 0.3, 0.0);
-                    nf_rng_fill_bf16(&r, gr, HD, NF_DIST_NORMAL, 0.3, 1.0);
-                    const float scale = act == NF_ACT_SOFTMAX ? nf_test_softmax_scale(D) : 0.7f;
+                    nf_rng_fill_attention_norm_weights(&r, gl, bl, gr, HD);
+                    const float scale = act == NF_ACT_SOFTMAX ? nf_attention_default_scale(act, D) : 0.7f;
                     nf_attention_fwd_args fa = {
                         .B = 2, .H = H, .D = D, .Tq = TQ, .Tk = TK, .offsets_q = oq,
                         .offsets_k = jag ? ok : NULL, .max_seqlen_q = 3, .max_seqlen_k = 4,

@@ -108,6 +108,16 @@ static inline void nf_rng_fill_bf16_2d(nf_rng *r, nf_bf16 *x, int64_t rows, int6
     for (int64_t i = 0; i < rows; ++i) nf_rng_fill_bf16(r, x + i * ld, cols, dist, scale, shift);
 }
 
+/* The attention block's norm weights, n each, drawn in this order: the
+ * LayerNorm gain gl ~ 1 + 0.3 z and bias bl ~ 0.3 z, the RMSNorm gain
+ * gr ~ 1 + 0.3 z. */
+static inline void nf_rng_fill_attention_norm_weights(nf_rng *r, nf_bf16 *gl, nf_bf16 *bl, nf_bf16 *gr, int64_t n)
+{
+    nf_rng_fill_bf16(r, gl, n, NF_DIST_NORMAL, 0.3, 1.0);
+    nf_rng_fill_bf16(r, bl, n, NF_DIST_NORMAL, 0.3, 0.0);
+    nf_rng_fill_bf16(r, gr, n, NF_DIST_NORMAL, 0.3, 1.0);
+}
+
 /* Clear each of `rows` rows with probability `p`; marks[i] = 1 for a cleared
  * row when marks is not NULL (the zero_rows argument of compare.h).  Returns
  * the number cleared. */

@@ -101,14 +101,10 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool A_REGS_ = false>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
-    /* A reaches the tensor cores through registers (ldmatrix, wgmma with A
-     * in registers) and the sum of squares is taken from those registers:
-     * mainloop_regs.  Otherwise both read the A stage in shared memory. */
-    static constexpr bool A_REGS = A_REGS_;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
@@ -244,135 +240,25 @@ __device__ __forceinline__ float mainloop(shared_storage<C> &s, ring_pos<C::STAG
     return ss;
 }
 
-/* ss += x^2 over the A fragments of one stage: register 0 and 2 of each k16
- * slice hold two values of fragment row r0, registers 1 and 3 two of r1. */
-template <int KK>
-__device__ __forceinline__ void fragment_sumsq(const uint32_t (&f)[KK][4], float2 &ss)
-{
-#pragma unroll
-    for (int kk = 0; kk < KK; ++kk)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const float lo = __uint_as_float(f[kk][q] << 16), hi = __uint_as_float(f[kk][q] & 0xFFFF0000u);
-            float &acc = q % 2 == 0 ? ss.x : ss.y;
-            acc = fmaf(lo, lo, acc); /* exact square, fp32 sum */
-            acc = fmaf(hi, hi, acc);
-        }
-}
-
-/*
- * mainloop with A through registers: per stage, four ldmatrix.x4 bring this
- * warpgroup's 64x64 A slice into the m64k16 A fragments (the rows of a
- * thread's fragment are the rows of its accumulators: 16w + l/4 and +8), the
- * four wgmma read A from those registers and only Wg from shared memory, and
- * the sum of squares is taken from the same registers, so the A stage is read
- * from shared memory once instead of twice.  A wgmma's A registers are read
- * only after a wait covering it: stage kt's fragments are summed after the
- * wait that retires stage kt's wgmma, i.e. during stage kt+1's, and two
- * fragment sets alternate (the loop is unrolled by two so that both stay in
- * registers).  Returns this thread's partial sums of squares of rows r0, r1
- * (a quarter of each row: the quad of lanes 4(l/4)..+3 shares them).
- */
-template <class C>
-__device__ __forceinline__ float2 mainloop_regs(shared_storage<C> &s, ring_pos<C::STAGES> &p,
-                                                float (&acc)[C::ACC], int cw, int tid, int k_tiles)
-{
-    constexpr int KK = C::BK / kWgmmaK;
-    const int w = tid / 32, l = tid % 32;
-    /* ldmatrix: lane l addresses row l % 8 of matrix l / 8; matrices 0-3 are
-     * (rows +0, k 0-7), (rows +8, k 0-7), (rows +0, k 8-15), (rows +8, k 8-15)
-     * of the k16 slice, i.e. fragment registers 0-3 */
-    const int mi = l / 8, row = cw * kWgmmaM + 16 * w + l % 8 + 8 * (mi % 2);
-    const uint32_t row_off = row * kSwizzleBytes;
-    const int half = mi / 2, sw = row % 8; /* 128-byte swizzle: chunk c sits at c ^ (row % 8) */
-    float2 ss = make_float2(0.0f, 0.0f);
-    uint32_t fa[KK][4], fb[KK][4];
-    ring_pos<C::STAGES> prev = p;
-    auto stage = [&](uint32_t (&cur)[KK][4], uint32_t (&last)[KK][4], int kt) {
-        s.ring.consumer_wait(p);
-        const uint32_t a0 = smem_u32(s.a[p.stage]) + row_off;
-        const uint32_t b0 = smem_u32(s.b[p.stage][0]);
-#pragma unroll
-        for (int kk = 0; kk < KK; ++kk)
-            ldmatrix_x4(cur[kk], a0 + ((2 * kk + half) ^ sw) * kChunkBytes);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < KK; ++kk) {
-            const uint64_t db = wgmma_desc_sw128(b0 + kk * kWgmmaK * kSwizzleBytes, C::B_BOX_BYTES,
-                                                 kSwizzleAtomBytes);
-            wgmma_rs<C::BN>(acc, cur[kk], db, (kt | kk) != 0);
-        }
-        wgmma_commit();
-        wgmma_wait<1>(); /* stage kt-1's wgmma are done: release it, sum its fragments */
-        if (kt > 0) {
-            release_stage<C>(s.ring, prev);
-            fragment_sumsq(last, ss);
-        }
-        prev = p;
-        p.advance();
-    };
-    int kt = 0;
-    for (; kt + 1 < k_tiles; kt += 2) {
-        stage(fa, fb, kt);
-        stage(fb, fa, kt + 1);
-    }
-    if (kt < k_tiles)
-        stage(fa, fb, kt);
-    wgmma_wait<0>();
-    wgmma_fence_regs(acc);
-    release_stage<C>(s.ring, prev);
-    if (k_tiles % 2) /* the last stage's fragments */
-        fragment_sumsq(fa, ss);
-    else
-        fragment_sumsq(fb, ss);
-    return ss;
-}
-
 /* rstd = 1/sqrt(ss/K + eps); Y = bf16(acc * rstd) -> smem -> TMA store, one
- * 64x64 box (one bulk group) at a time.  ss: what the mainloop returned. */
+ * 64x64 box (one bulk group) at a time. */
 template <class C>
-__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], float2 ss,
+__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], float ss,
                                          int cw, int tid, int64_t m0, int64_t n0, int64_t M,
                                          int64_t N, int64_t K, float eps, bool write_rstd,
                                          float *rstd_out, const CUtensorMap *tm_y)
 {
     const uint32_t bar = cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1;
-    const int w = tid / 32, l = tid % 32;
-    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
-    const int64_t row0 = m0 + cw * kWgmmaM;
-    /* rstd = 1/sqrt(ms + eps).  A row whose fp32 sum of squares overflowed
-     * (finite |a| beyond ~2^63) is outside the lazy form's range: its Y is
-     * NaN, never acc * 0 (normfuse.h).  Rows holding an Inf get NaN from acc
-     * anyway. */
-    auto rstd_of = [&](float sum) { return 1.0f / sqrtf(sum / (float)K + eps); };
-    auto scale_of = [&](float sum) { return isinf(sum) ? __int_as_float(0x7fc00000) : rstd_of(sum); };
-    float rs0 = 0.0f, rs1 = 0.0f;
-    if constexpr (C::A_REGS) {
-        /* ss = this lane's quarter of rows r0, r1: add the quad's (same bits
-         * in all four lanes: the adds commute pairwise) */
-#pragma unroll
-        for (int d = 1; d <= 2; d *= 2) {
-            ss.x += __shfl_xor_sync(0xffffffffu, ss.x, d);
-            ss.y += __shfl_xor_sync(0xffffffffu, ss.y, d);
-        }
-        rs0 = scale_of(ss.x);
-        rs1 = scale_of(ss.y);
-        if (write_rstd && l % 4 == 0) {
-            if (row0 + r0 < M)
-                rstd_out[row0 + r0] = rstd_of(ss.x);
-            if (row0 + r1 < M)
-                rstd_out[row0 + r1] = rstd_of(ss.y);
-        }
-    } else {
-        /* ss.x = half of row tid / 2: both halves, then the warpgroup's 64
-         * row scales through s.rstd (read after the first barrier below) */
-        const float sum = ss.x + __shfl_xor_sync(0xffffffffu, ss.x, 1);
-        const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
-        if (tid % kRowThreads == 0) {
-            s.rstd[cw * kWgmmaM + local] = scale_of(sum);
-            if (write_rstd && m0 + row < M)
-                rstd_out[m0 + row] = rstd_of(sum);
-        }
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);           /* ss_i = both halves of row i */
+    const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
+    const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
+    if (tid % kRowThreads == 0) {
+        /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
+         * is outside the lazy form's range: its Y is NaN, never acc * 0
+         * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
+        s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
+        if (write_rstd && m0 + row < M)
+            rstd_out[m0 + row] = rstd;
     }
 
     /* Box bx goes to slot bx % Y_SLOTS.  With a slot per box, the previous
@@ -381,6 +267,10 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
      * store that last used its slot (Y_SLOTS groups ago, maybe the previous
      * tile's), and leaves as its own group. */
     constexpr bool kRing = C::Y_SLOTS < C::B_BOXES;
+    const int w = tid / 32, l = tid % 32;
+    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
+    const int64_t row0 = m0 + cw * kWgmmaM;
+    float rs0 = 0.0f, rs1 = 0.0f;
 #pragma unroll
     for (int bx = 0; bx < C::B_BOXES; ++bx) {
         if (bx == 0 || kRing) {
@@ -388,7 +278,7 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
                 tma_store_wait_read<kRing ? C::Y_SLOTS - 1 : 0>();
             named_barrier_sync(bar, kWarpgroupThreads); /* slot free; s.rstd written */
         }
-        if (!C::A_REGS && bx == 0) {
+        if (bx == 0) {
             rs0 = s.rstd[cw * kWgmmaM + r0];
             rs1 = s.rstd[cw * kWgmmaM + r1];
         }
@@ -455,11 +345,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         tile_coord t;
         float acc[C::ACC];
         while (sched.fetch(t)) {
-            float2 ss;
-            if constexpr (C::A_REGS)
-                ss = mainloop_regs<C>(s, p, acc, cw, tid, k_tiles);
-            else
-                ss = make_float2(mainloop<C>(s, p, acc, cw, tid, k_tiles), 0.0f);
+            const float ss = mainloop<C>(s, p, acc, cw, tid, k_tiles);
             epilogue<C>(s, acc, ss, cw, tid, t.m_tile * C::BM, t.n_tile * C::BN, M, N, K, eps,
                         t.n_tile == 0 && rstd_out != nullptr, rstd_out, &tm_y);
         }
@@ -584,13 +470,10 @@ using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
 using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
-using coop_n256_ar = config<256, 3, 1, 4, true>;
-using coop_n256_s4_ar = config<256, 4, 1, 2, true>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
-static_assert(smem_bytes<coop_n256_s4_ar>() <= kMaxSmem, "BN=256, 4 stages, A in registers shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -605,8 +488,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
     case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
-    case NF_PRENORM_COOP_N256_AR: return f(config_tag<coop_n256_ar>{});
-    case NF_PRENORM_COOP_N256_S4_AR: return f(config_tag<coop_n256_s4_ar>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -623,8 +504,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
     case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
-    case NF_PRENORM_COOP_N256_AR: return "coop_n256_ar";
-    case NF_PRENORM_COOP_N256_S4_AR: return "coop_n256_s4_ar";
     default: return "?";
     }
 }

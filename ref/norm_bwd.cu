@@ -645,25 +645,21 @@ norm_bwd_columns(const nf_norm_bwd_args a, int64_t rows_per_chunk, float *part_g
 
 /* ---- partial rows -> dg, db ------------------------------------------------------------ */
 
-/* A CTA owns kSumCols columns; its WARPS warps split the partial rows
- * round-robin (warp w sums rows w, w + WARPS, ... in increasing order, in
- * double), then warp 0 adds the WARPS warp sums in warp order and rounds once
- * to bf16: deterministic for a given number of partial rows.  The partial
- * rows were just written and sit in L2, so the reducer's time is its chain of
- * dependent L2 round trips: each thread issues INFLIGHT loads before it adds
- * them (in order), so a column block takes parts / (WARPS INFLIGHT) round
- * trips.  The first form (16 warps, 4 loads) took 9 round trips for the
- * ~530 partial rows of a 132-SM grid and 2-7 us of a 2^26-element backward
- * (reports/h200/ab_norm_pdl, `bwd10`); 32 warps x 8 loads take 3. */
-constexpr int kSumCols = NF_WARP, kSumWarps = 32, kSumInflight = 8;
+/* A CTA owns kSumCols columns; its kSumWarps warps split the partial rows
+ * round-robin (warp w sums rows w, w + kSumWarps, ... in increasing order, in
+ * double), then warp 0 adds the kSumWarps warp sums in warp order and rounds
+ * once to bf16: deterministic, and the serial chain per thread is
+ * parts / kSumWarps loads instead of parts (the reference reducer runs n
+ * threads over all `parts` rows; for n = 1024 that is 4 CTAs walking ~600
+ * rows, tens of microseconds at the end of the backward). */
+constexpr int kSumCols = NF_WARP, kSumWarps = 16;
 
 /* out_j = bf16( sum_p part[p][j] ); blockIdx.y picks (part_g -> dg) or (part_b -> db). */
-template <int WARPS, int INFLIGHT>
-__global__ void __launch_bounds__(kSumCols * WARPS)
+__global__ void __launch_bounds__(kSumCols * kSumWarps)
 norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf16 *db,
                    int64_t parts, int64_t n)
 {
-    __shared__ double warp_sum[WARPS][kSumCols];
+    __shared__ double warp_sum[kSumWarps][kSumCols];
     const float *part = blockIdx.y == 0 ? part_g : part_b;
     nf_bf16 *out = blockIdx.y == 0 ? dg : db;
     if (part == NULL) /* uniform over the CTA */
@@ -673,17 +669,17 @@ norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf1
     nf_pdl_wait(); /* the partial rows are the predecessor's output */
     double s = 0.0;
     if (j < n) {
+        /* four loads in flight per step (the chain of adds keeps its order) */
         int64_t p = warp;
-        for (; p + (INFLIGHT - 1) * WARPS < parts; p += INFLIGHT * WARPS) {
-            float v[INFLIGHT];
-#pragma unroll
-            for (int u = 0; u < INFLIGHT; ++u)
-                v[u] = part[(p + u * WARPS) * n + j];
-#pragma unroll
-            for (int u = 0; u < INFLIGHT; ++u)
-                s += (double)v[u];
+        for (; p + 3 * kSumWarps < parts; p += 4 * kSumWarps) {
+            const float v0 = part[p * n + j], v1 = part[(p + kSumWarps) * n + j];
+            const float v2 = part[(p + 2 * kSumWarps) * n + j], v3 = part[(p + 3 * kSumWarps) * n + j];
+            s += (double)v0;
+            s += (double)v1;
+            s += (double)v2;
+            s += (double)v3;
         }
-        for (; p < parts; p += WARPS)
+        for (; p < parts; p += kSumWarps)
             s += (double)part[p * n + j];
     }
     warp_sum[warp][lane] = s;
@@ -691,7 +687,7 @@ norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf1
     if (warp == 0 && j < n) {
         double t = 0.0;
 #pragma unroll
-        for (int w = 0; w < WARPS; ++w)
+        for (int w = 0; w < kSumWarps; ++w)
             t += warp_sum[w][lane];
         out[j] = __bfloat16_as_ushort(__double2bfloat16(t));
     }
@@ -731,14 +727,13 @@ nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t pa
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)((a->n + kSumCols - 1) / kSumCols), 2);
     cfg.blockDim = dim3(kSumCols * kSumWarps);
-    auto kernel = norm_bwd_sum_parts<kSumWarps, kSumInflight>;
     cfg.stream = nf_stream_of(ctx);
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, (const float *)pg, a->dg,
+    NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, norm_bwd_sum_parts, (const float *)pg, a->dg,
                                    (const float *)pb, a->db, parts, a->n));
     return NF_OK;
 }

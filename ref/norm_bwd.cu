@@ -45,8 +45,6 @@
  */
 #include "ref_cuda.cuh"
 
-#include "fused/hopper/pipeline.cuh"
-
 namespace {
 
 constexpr int kMinCta = 128;
@@ -115,12 +113,11 @@ __device__ __forceinline__ void each_vector(const nf_norm_bwd_args &a, const uin
 }
 
 /* The two row sums of one cached row into c.m1 = mean(t) (LayerNorm) and
- * c.m2 = mean(t xh); reduce(s1, s2) turns each thread's sums into the row's
- * (every thread of the row group calls it). */
-template <int TPR, int VPT, bool LN, class Reduce>
-__device__ __forceinline__ void row_means_by(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
-                                             const uint4 (&dyv)[VPT], int t, int nv, Reduce &&reduce,
-                                             RowCoef<LN> &c)
+ * c.m2 = mean(t xh).  Every thread of the block calls it (group reductions). */
+template <int TPR, int VPT, bool LN>
+__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
+                                          const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
+                                          RowCoef<LN> &c)
 {
     float s1 = 0.0f, s2 = 0.0f; /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j */
     each_vector<TPR>(a, xv, dyv, t, nv, [&](int, int, float (&xf)[NF_VEC], float (&)[NF_VEC],
@@ -132,24 +129,12 @@ __device__ __forceinline__ void row_means_by(const nf_norm_bwd_args &a, const ui
             s2 = fmaf(tf[e], c.xhat(xf[e]), s2);
         }
     });
-    reduce(s1, s2);
+    if constexpr (LN)
+        nf_group_sum2<TPR>(s1, s2, scratch);
+    else
+        s2 = nf_group_sum<TPR>(s2, scratch);
     c.m1 = LN ? s1 / (float)a.n : 0.0f;
     c.m2 = s2 / (float)a.n;
-}
-
-/* row_means_by with the block's group reductions (every thread of the block
- * calls it). */
-template <int TPR, int VPT, bool LN>
-__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
-                                          const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
-                                          RowCoef<LN> &c)
-{
-    row_means_by<TPR, VPT, LN>(a, xv, dyv, t, nv, [&](float &s1, float &s2) {
-        if constexpr (LN)
-            nf_group_sum2<TPR>(s1, s2, scratch);
-        else
-            s2 = nf_group_sum<TPR>(s2, scratch);
-    }, c);
 }
 
 /* ---- dg/db column accumulators ---------------------------------------------------------- */
@@ -628,127 +613,6 @@ norm_bwd_scalar(const nf_norm_bwd_args a)
     }
 }
 
-/* ---- row-streaming kernel: rows through a TMA ring ------------------------------------- */
-
-/*
- * The register-cached kernels above buy loads in flight with occupancy, which
- * the dg/db accumulators and the row cache spend (one to four CTAs per SM at
- * n >= 4096).  Here one producer lane streams whole rows of x and dy into a
- * ring of STAGES shared-memory slots with bulk copies (one instruction per row
- * and operand, completion counted on the slot's mbarrier), so the bytes in
- * flight are the ring's, whatever the registers: STAGES rows per CTA.  TPR
- * consumer threads (warps 1..) take the rows in turn: copy the row from its
- * slot into registers, release the slot, reduce the two row sums (one named
- * barrier per row: the warp sums alternate between two scratch buffers, so a
- * row's writes never race the previous row's reads), write dx and add the
- * row's dg/db contributions to their columns (Cols policy, as in vec_rows:
- * the same adds in the same order).  Persistent, balanced grid; the rows of
- * CTA b are b, b + grid, ...  Needs the vectorised path's alignment (bulk
- * copies move multiples of 16 bytes from 16-byte aligned addresses).
- */
-constexpr int kStreamHeader = 128;      /* dynamic smem before the ring: its mbarriers */
-constexpr uint32_t kStreamBarrier = 1;  /* named barrier of the consumer threads */
-
-/* s1, s2 summed over the TPR consumer threads in nf_group_sum2's order;
- * scratch: this row's buffer of two (WARPS floats per sum). */
-template <int TPR>
-__device__ __forceinline__ void consumer_sum2(float &s1, float &s2, float (&scratch)[2][TPR / NF_WARP])
-{
-    constexpr int WARPS = TPR / NF_WARP;
-#pragma unroll
-    for (int o = NF_WARP / 2; o > 0; o >>= 1) {
-        s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-        s2 += __shfl_xor_sync(0xffffffffu, s2, o);
-    }
-    const int lane = threadIdx.x % NF_WARP, warp = threadIdx.x / NF_WARP - 1; /* warp 0: producer */
-    if (lane == 0) {
-        scratch[0][warp] = s1;
-        scratch[1][warp] = s2;
-    }
-    nf_hopper::named_barrier_sync(kStreamBarrier, TPR);
-    s1 = scratch[0][0];
-    s2 = scratch[1][0];
-#pragma unroll
-    for (int w = 1; w < WARPS; ++w) {
-        s1 += scratch[0][w];
-        s2 += scratch[1][w];
-    }
-}
-
-template <int TPR, int VPT, bool LN, int STAGES, class Cols>
-__global__ void __launch_bounds__(TPR + NF_WARP)
-norm_bwd_stream(const nf_norm_bwd_args a, float *part_g, float *part_b)
-{
-    using namespace nf_hopper;
-    constexpr int WARPS = TPR / NF_WARP;
-    static_assert(sizeof(ring_barriers<STAGES>) <= kStreamHeader, "the ring's barriers fit the header");
-    static_assert(TPR % NF_WARP == 0 && TPR >= kMinCta, "whole consumer warps, one row group per CTA");
-    extern __shared__ __align__(16) uint8_t stream_smem[];
-    __shared__ float scratch[2][2][WARPS]; /* [row parity][sum][warp] */
-    auto &ring = *reinterpret_cast<ring_barriers<STAGES> *>(stream_smem);
-    const uint32_t row_bytes = (uint32_t)a.n * (uint32_t)sizeof(nf_bf16);
-    uint8_t *const xs = stream_smem + kStreamHeader, *const dys = xs + STAGES * row_bytes;
-
-    if (threadIdx.x == 0)
-        ring.init(WARPS); /* a slot is free once every consumer warp has copied it out */
-    __syncthreads();
-    if constexpr (Cols::kOn)
-        nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
-
-    if (threadIdx.x < NF_WARP) { /* producer warp: one lane issues the copies */
-        if (threadIdx.x == 0) {
-            ring_pos<STAGES> p;
-            for (int64_t row = blockIdx.x; row < a.M; row += gridDim.x) {
-                ring.producer_acquire(p);
-                ring.producer_expect(p, 2 * row_bytes);
-                bulk_load_1d(xs + p.stage * row_bytes, a.x + row * a.ldx, row_bytes, &ring.full[p.stage]);
-                bulk_load_1d(dys + p.stage * row_bytes, a.dy + row * a.lddy, row_bytes, &ring.full[p.stage]);
-                p.advance();
-            }
-        }
-        return; /* the consumers synchronise among themselves only */
-    }
-
-    const int t = threadIdx.x - NF_WARP;
-    const int nv = (int)(a.n / NF_VEC);
-    Cols cols(dys + STAGES * row_bytes, nv, t);
-    ring_pos<STAGES> p;
-    int64_t row = blockIdx.x;
-    float rstd = 0.0f, mu = 0.0f; /* the statistics of `row`, loaded a row ahead */
-    if (row < a.M) {
-        rstd = a.rstd[row];
-        mu = LN ? a.mean[row] : 0.0f;
-    }
-    for (int parity = 0; row < a.M; row += gridDim.x, parity ^= 1) {
-        RowCoef<LN> c;
-        c.init(rstd, mu);
-        if (row + gridDim.x < a.M) {
-            rstd = a.rstd[row + gridDim.x];
-            mu = LN ? a.mean[row + gridDim.x] : 0.0f;
-        }
-        uint4 xv[VPT], dyv[VPT];
-        ring.consumer_wait(p);
-        const uint4 *xr = reinterpret_cast<const uint4 *>(xs + p.stage * row_bytes);
-        const uint4 *dyr = reinterpret_cast<const uint4 *>(dys + p.stage * row_bytes);
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const int v = t + k * TPR;
-            xv[k] = v < nv ? xr[v] : make_uint4(0, 0, 0, 0);
-            dyv[k] = v < nv ? dyr[v] : make_uint4(0, 0, 0, 0);
-        }
-        __syncwarp();
-        if (threadIdx.x % NF_WARP == 0)
-            ring.consumer_release(p); /* release: the reads above are ordered before it */
-        p.advance();
-        row_means_by<TPR, VPT, LN>(a, xv, dyv, t, nv, [&](float &s1, float &s2) {
-            consumer_sum2<TPR>(s1, s2, scratch[parity]);
-        }, c);
-        row_dx<TPR, VPT, LN>(a, xv, dyv, t, nv, row, c, cols);
-    }
-    if constexpr (Cols::kOn)
-        cols.write(a, t, 0, nv, part_g, part_b, nullptr);
-}
-
 /* ---- column partials: dg, db over a chunk of rows ------------------------------------ */
 
 constexpr int kColThreads = 256;
@@ -1010,26 +874,6 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
     NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
     kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
     NF_CUDA_LAUNCHED("norm_bwd_staged");
-    return finish_partials(ctx, a, grid, pg, pb);
-}
-
-/* Streaming path: rows through a TMA ring of STAGES slots (and the columns'
- * planes, for SmemColumns, behind it), balanced persistent grid. */
-template <template <int, int, bool> class ColsOf, int TPR, int VPT, bool LN, int STAGES>
-nf_status launch_stream_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
-{
-    using Cols = ColsOf<TPR, VPT, LN>;
-    constexpr int CTA = TPR + NF_WARP;
-    auto kernel = norm_bwd_stream<TPR, VPT, LN, STAGES, Cols>;
-    const size_t smem = kStreamHeader + 2 * (size_t)STAGES * a->n * sizeof(nf_bf16) +
-                        Cols::smem_bytes(a->n / NF_VEC);
-    NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    int64_t grid;
-    NF_TRY(balanced_grid(ctx, kernel, CTA, smem, a->M, &grid));
-    float *pg = NULL, *pb = NULL;
-    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
-    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
-    NF_CUDA_LAUNCHED("norm_bwd_stream");
     return finish_partials(ctx, a, grid, pg, pb);
 }
 

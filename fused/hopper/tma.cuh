@@ -1,7 +1,7 @@
 /*
  * tma.cuh — the Tensor Memory Accelerator (bulk tensor copy engine) for the
  * fused kernels: tensor maps on the host, 2-D tile loads and stores on the
- * device; plain 1-D bulk loads (no map) for the row-streaming norm kernels.
+ * device.
  *
  * A tensor map describes a row-major bf16 matrix [rows, cols] with leading
  * dimension ld (elements) and a box of [box_rows, box_cols] elements that one
@@ -120,15 +120,6 @@ __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const CUtensorM
         ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)),
           "r"(col), "r"(row), "h"(cta_mask)
         : "memory");
-}
-
-/* bytes contiguous bytes, global src -> shared dst, no tensor map (a plain bulk
- * copy: src, dst and bytes multiples of 16); completion counts them on bar. */
-__device__ __forceinline__ void bulk_load_1d(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_u32(bar))
-                 : "memory");
 }
 
 /* global box at (col, row) <- smem box (clipped at the matrix edge). */

@@ -191,6 +191,10 @@ static const norm_case vec_cases[] = {
     {NF_NORM_RMS, 700, 6144, 0, 0, 1, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 1031, 8192, 8, 0, 1, 1, 3.0, 0.01},
     {NF_NORM_RMS, 531, 16384, 0, 0, 1, 0, 0.0, 0.0},
+    /* column planes of exactly 48 KB: with the kernel's static shared memory
+     * beyond the default limit, so they need the opt-in */
+    {NF_NORM_LAYER, 211, 6144, 0, 0, 1, 1, 0.0, 0.0},
+    {NF_NORM_RMS, 2000, 12288, 0, 0, 1, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 33, 16384, 0, 0, 1, 1, 10.0, 0.0},
     {NF_NORM_LAYER, 9, 32768, 0, 0, 1, 1, 0.0, 0.0},
     {NF_NORM_RMS, 5, 65536, 0, 0, 1, 0, 0.0, 0.0},

@@ -778,12 +778,16 @@ nf_status launch_scalar(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 }
 
 /* The dynamic shared memory of a row kernel whose columns live in Cols, for
- * this row length (opted in past the default 48 KB). */
+ * this row length, opted in whenever there is any: the default 48 KB limit
+ * counts the kernel's static shared memory too, so a dynamic size just under
+ * or at 48 KB does not launch without it (LayerNorm n = 6144, RMSNorm
+ * n = 12288 failed with "invalid argument" when the opt-in started past
+ * 48 KB). */
 template <class Cols, class Kernel>
 nf_status columns_smem(Kernel kernel, const nf_norm_bwd_args *a, size_t *smem)
 {
     *smem = Cols::smem_bytes(a->n / NF_VEC);
-    if (*smem > 48 * 1024)
+    if (*smem > 0)
         NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)*smem));
     return NF_OK;
 }

@@ -25,10 +25,13 @@ static const int64_t gemm_edges[] = {1, 8, 16, 24, 63, 64, 65, 72, 120, 127, 128
 static const int64_t row_edges[] = {1, 2, 3, 7, 63, 64, 65, 127, 128, 129, 255, 256, 257,
                                     1000, 4095, 4096, 4097, 16384, 65537};
 /* Normalised lengths: tiny, odd, vector-width tails, cluster boundaries
- * (8 and 16 CTAs of 128 columns: 1024, 2048 and +-8), the API maximum. */
+ * (8 and 16 CTAs of 128 columns: 1024, 2048 and +-8), the ref backward's
+ * launch-table steps (4104, 8200: the first lengths past a row kernel's
+ * reach; 6144 / 12288: LayerNorm / RMSNorm dg/db column planes of exactly
+ * 48 KB, where the shared-memory opt-in once failed), the API maximum. */
 static const int64_t n_edges[] = {1, 2, 7, 8, 9, 63, 64, 65, 127, 128, 129, 255, 256, 257, 769,
-                                  1016, 1024, 1032, 2040, 2048, 2056, 4095, 4096, 8192, 16384,
-                                  32768, NF_NORM_MAX_N};
+                                  1016, 1024, 1032, 2040, 2048, 2056, 4095, 4096, 4104, 6144,
+                                  8192, 8200, 12288, 16384, 32768, NF_NORM_MAX_N};
 static const int32_t d_edges[] = {1, 3, 8, 16, 17, 32, 64, 96, 128, 256};
 static const int32_t s_edges[] = {1, 2, 63, 64, 65, 127, 128, 129, 256, 512};
 

@@ -3,8 +3,8 @@
 
 One row per (op, impl, shape) present in every run; one column per run with
 the case's fraction of that run's measured copy bandwidth (memory-bound ops)
-or its time in microseconds (--time).  Used for the A/B runs under
-reports/h200/ab_*/.
+or its time in microseconds (--time); a case that failed in a run (no time)
+prints "failed" there.  Used for the A/B runs under reports/h200/ab_*/.
 """
 import argparse
 import json
@@ -39,7 +39,9 @@ def main():
         cols = []
         for run, cases in runs:
             c = cases[k]
-            if args.time:
+            if c.get("time_us") is None:
+                cols.append("%*s" % (width, "failed"))
+            elif args.time:
                 cols.append("%*.1f" % (width, c["time_us"]))
             else:
                 cols.append("%*.3f" % (width, c["bytes"] / (c["time_us"] * 1e-6) / 1e12 / run["copy_bw_tbs"]))

@@ -113,7 +113,8 @@ __device__ __forceinline__ void each_vector(const nf_norm_bwd_args &a, const uin
 }
 
 /* The two row sums of one cached row into c.m1 = mean(t) (LayerNorm) and
- * c.m2 = mean(t xh).  Every thread of the block calls it (group reductions). */
+ * c.m2 = mean(t xh).  Every thread of the block calls it (group reductions),
+ * with a scratch buffer no thread can still be reading (RowScratch). */
 template <int TPR, int VPT, bool LN>
 __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
                                           const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
@@ -130,12 +131,23 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4
         }
     });
     if constexpr (LN)
-        nf_group_sum2<TPR>(s1, s2, scratch);
+        nf_group_sum2<TPR, true>(s1, s2, scratch);
     else
-        s2 = nf_group_sum<TPR>(s2, scratch);
+        s2 = nf_group_sum<TPR, true>(s2, scratch);
     c.m1 = LN ? s1 / (float)a.n : 0.0f;
     c.m2 = s2 / (float)a.n;
 }
+
+/* The row sums' scratch of a persistent row loop: two buffers per row group,
+ * alternating by iteration.  Iteration i's reduction writes buffer i % 2 once
+ * every thread has passed iteration i-1's publishing barrier, which each
+ * reaches only after reading buffer i % 2 in iteration i-2: one barrier per
+ * row instead of two, and the same sums. */
+template <int TPR, int ROWS>
+struct RowScratch {
+    static constexpr int kFloats = 2 * (TPR > NF_WARP ? TPR / NF_WARP : 1); /* nf_group_sum2 */
+    float buf[2][ROWS][kFloats];
+};
 
 /* ---- dg/db column accumulators ---------------------------------------------------------- */
 
@@ -343,16 +355,17 @@ __device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const uint4 (&
 template <int TPR, int VPT, bool LN, class Cols>
 __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_g, float *part_b)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
-    extern __shared__ float4 cols_smem[];                        /* SmemColumns */
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    __shared__ RowScratch<TPR, ROWS> scratch;
+    extern __shared__ float4 cols_smem[]; /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
     Cols cols(cols_smem, nv, t);
 
     if constexpr (Cols::kOn)
         nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
-    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
+    int parity = 0;
+    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x, parity ^= 1) {
         const int64_t row = rg * ROWS + group;
         const bool live = row < a.M;
         uint4 xv[VPT], dyv[VPT];
@@ -365,7 +378,7 @@ __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_
         }
         RowCoef<LN> c;
         c.init(live ? a.rstd[row] : 0.0f, (LN && live) ? a.mean[row] : 0.0f);
-        row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch[group], c);
+        row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch.buf[parity][group], c);
         if (live)
             row_dx<TPR, VPT, LN>(a, xv, dyv, t, nv, row, c, cols);
     }
@@ -458,9 +471,9 @@ template <int TPR, int VPT, bool LN, class Cols>
 __global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN>()))
 norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
-    extern __shared__ float4 cols_smem[];                        /* SmemColumns */
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    __shared__ RowScratch<TPR, ROWS> scratch;
+    extern __shared__ float4 cols_smem[]; /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
     Cols cols(cols_smem, nv, t);
@@ -468,7 +481,8 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     RowTile<VPT> cur;
     load_row<TPR, VPT, LN>(a, (int64_t)blockIdx.x * ROWS + group, t, nv, cur);
-    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
+    int parity = 0;
+    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x, parity ^= 1) {
         const int64_t row = rg * ROWS + group;
         const bool live = row < a.M;
         /* prefetch: the next row group's loads are in flight during this row's work */
@@ -477,7 +491,7 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 
         RowCoef<LN> c;
         c.init(cur.rstd, cur.mu);
-        row_means<TPR, VPT, LN>(a, cur.x, cur.dy, t, nv, scratch[group], c);
+        row_means<TPR, VPT, LN>(a, cur.x, cur.dy, t, nv, scratch.buf[parity][group], c);
         if (live)
             row_dx<TPR, VPT, LN>(a, cur.x, cur.dy, t, nv, row, c, cols);
         cur = nxt;
@@ -514,9 +528,9 @@ template <int TPR, int VPT, bool LN, int STAGES>
 __global__ void __launch_bounds__(cta_threads<TPR>())
 norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
     static_assert(STAGES >= 2, "a ring of one slot keeps nothing in flight");
-    __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
+    __shared__ RowScratch<TPR, ROWS> scratch;
     extern __shared__ uint4 ring_smem[];
     const BwdRing<TPR, VPT, LN, STAGES> ring(ring_smem);
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
@@ -548,8 +562,8 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s)
         stage(blockIdx.x + (int64_t)s * gridDim.x, s);
-    int s = 0; /* the slot of row group rg */
-    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x) {
+    int s = 0, parity = 0; /* the slot of row group rg; its scratch buffer */
+    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x, parity ^= 1) {
         /* refill the slot read last iteration (by this thread only, already consumed) */
         stage(rg + (int64_t)(STAGES - 1) * gridDim.x, s == 0 ? STAGES - 1 : s - 1);
         nf_cp_async_wait<STAGES - 1>();
@@ -563,7 +577,7 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
         }
         RowCoef<LN> c;
         c.init(ring.stat(s, 0), LN ? ring.stat(s, 1) : 0.0f);
-        row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch[group], c);
+        row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch.buf[parity][group], c);
         if (row < a.M)
             row_dx<TPR, VPT, LN>(a, xv, dyv, t, nv, row, c, cols);
         s = s + 1 == STAGES ? 0 : s + 1;
@@ -598,10 +612,10 @@ norm_bwd_scalar(const nf_norm_bwd_args a)
             s1 += tv;
         s2 = fmaf(tv, c.xhat(nf_ld(x, j)), s2);
     }
-    if constexpr (LN)
-        nf_group_sum2<TPR>(s1, s2, scratch[group]);
+    if constexpr (LN) /* the block's only reduction: scratch is fresh */
+        nf_group_sum2<TPR, true>(s1, s2, scratch[group]);
     else
-        s2 = nf_group_sum<TPR>(s2, scratch[group]);
+        s2 = nf_group_sum<TPR, true>(s2, scratch[group]);
     c.m1 = LN ? s1 / (float)a.n : 0.0f;
     c.m2 = s2 / (float)a.n;
     if (!live)

@@ -49,22 +49,29 @@ struct RowStats {
  * a rare third and fourth pass on x * s (see nf_pow2_scale), with the final
  * rstd formed in double so that neither it nor r_s is rounded twice.
  */
+template <int TPR> constexpr int scratch_floats() { return TPR > NF_WARP ? TPR / NF_WARP : 1; }
+
+/* scratch: 2 scratch_floats<TPR>() floats of the group's, untouched since the
+ * block began (a CTA per row group): the mean and the sum of squares reduce
+ * through a buffer each, so neither needs the barrier that guards a reused
+ * buffer; the rare rescaling pass reuses the first with that barrier. */
 template <int TPR, bool LN, class Row>
 __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float eps, float *scratch)
 {
     const float fn = (float)n;
+    float *const ss_scratch = scratch + (LN ? scratch_floats<TPR>() : 0);
     float mu = 0.0f;
     if constexpr (LN) {
         float s = 0.0f;
         row([&](float v) { s += v; });
-        mu = nf_group_sum<TPR>(s, scratch) / fn; /* mu = (1/n) sum_j x_j */
+        mu = nf_group_sum<TPR, true>(s, scratch) / fn; /* mu = (1/n) sum_j x_j */
     }
     float ss = 0.0f;
     row([&](float v) {
         const float d = LN ? v - mu : v;
         ss = fmaf(d, d, ss);
     });
-    ss = nf_group_sum<TPR>(ss, scratch);
+    ss = nf_group_sum<TPR, true>(ss, ss_scratch);
     const float rstd = 1.0f / sqrtf(ss / fn + eps); /* rstd = 1/sqrt(var + eps), RMS: ms */
     RowStats st = {1.0f, mu, rstd, mu, rstd};
 
@@ -102,8 +109,8 @@ template <int TPR, int VPT, bool LN>
 __global__ void __launch_bounds__(cta_threads<TPR>())
 norm_fwd_vec(const nf_norm_fwd_args a)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    __shared__ float scratch[ROWS][2 * scratch_floats<TPR>()];
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int64_t row = (int64_t)blockIdx.x * ROWS + group;
     const bool live = row < a.M;
@@ -175,8 +182,8 @@ template <int TPR, bool LN>
 __global__ void __launch_bounds__(cta_threads<TPR>())
 norm_fwd_scalar(const nf_norm_fwd_args a)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    __shared__ float scratch[ROWS][WARPS > 1 ? WARPS : 1];
+    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    __shared__ float scratch[ROWS][2 * scratch_floats<TPR>()];
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int64_t row = (int64_t)blockIdx.x * ROWS + group;
     const bool live = row < a.M;

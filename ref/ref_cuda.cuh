@@ -144,8 +144,12 @@ __device__ __forceinline__ void nf_pdl_wait() { asm volatile("griddepcontrol.wai
  * with op (+ or max).  scratch: GROUP/32 floats per group, distinct per
  * group; every thread of the block must call it (it synchronises the block
  * when GROUP > 32).  The result is the same on every thread of the group and
- * the order of the operations is fixed (deterministic). */
-template <int GROUP, class Op>
+ * the order of the operations is fixed (deterministic).
+ * FRESH: no thread can still be reading scratch from an earlier call (it was
+ * never read, or a block barrier has passed since its last reads, e.g. the
+ * other buffer's reduction when callers alternate two), so the barrier that
+ * guards it is skipped; the publishing barrier stays. */
+template <int GROUP, class Op, bool FRESH = false>
 __device__ __forceinline__ float nf_group_reduce(float v, float *scratch, Op op)
 {
 #pragma unroll
@@ -154,7 +158,8 @@ __device__ __forceinline__ float nf_group_reduce(float v, float *scratch, Op op)
     if constexpr (GROUP > NF_WARP) {
         constexpr int WARPS = GROUP / NF_WARP;
         const int lane = threadIdx.x % NF_WARP, warp = (threadIdx.x % GROUP) / NF_WARP;
-        __syncthreads(); /* scratch may still be read from the previous call */
+        if constexpr (!FRESH)
+            __syncthreads(); /* scratch may still be read from the previous call */
         if (lane == 0)
             scratch[warp] = v;
         __syncthreads();
@@ -178,7 +183,7 @@ struct NfMaxKeepNaN { __device__ float operator()(float a, float b) const { retu
 /* Two sums over the group at once: one barrier pair instead of two.  Each
  * sum adds in the order nf_group_sum does, so the results are bitwise those
  * of two nf_group_sum calls.  scratch: 2 * GROUP/32 floats per group. */
-template <int GROUP>
+template <int GROUP, bool FRESH = false>
 __device__ __forceinline__ void nf_group_sum2(float &a, float &b, float *scratch)
 {
 #pragma unroll
@@ -189,7 +194,8 @@ __device__ __forceinline__ void nf_group_sum2(float &a, float &b, float *scratch
     if constexpr (GROUP > NF_WARP) {
         constexpr int WARPS = GROUP / NF_WARP;
         const int lane = threadIdx.x % NF_WARP, warp = (threadIdx.x % GROUP) / NF_WARP;
-        __syncthreads(); /* scratch may still be read from the previous call */
+        if constexpr (!FRESH)
+            __syncthreads(); /* scratch may still be read from the previous call (FRESH: see nf_group_reduce) */
         if (lane == 0) {
             scratch[warp] = a;
             scratch[WARPS + warp] = b;
@@ -204,9 +210,9 @@ __device__ __forceinline__ void nf_group_sum2(float &a, float &b, float *scratch
         }
     }
 }
-template <int GROUP> __device__ __forceinline__ float nf_group_sum(float v, float *scratch)
+template <int GROUP, bool FRESH = false> __device__ __forceinline__ float nf_group_sum(float v, float *scratch)
 {
-    return nf_group_reduce<GROUP>(v, scratch, NfAdd());
+    return nf_group_reduce<GROUP, NfAdd, FRESH>(v, scratch, NfAdd());
 }
 __device__ __forceinline__ float nf_warp_sum(float v) { return nf_group_reduce<NF_WARP>(v, nullptr, NfAdd()); }
 __device__ __forceinline__ float nf_warp_max_keep_nan(float v) { return nf_group_reduce<NF_WARP>(v, nullptr, NfMaxKeepNaN()); }

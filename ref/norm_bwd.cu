@@ -140,9 +140,9 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4
 
 /* The row sums' scratch of a persistent row loop: two buffers per row group,
  * alternating by iteration.  Iteration i's reduction writes buffer i % 2 once
- * every thread has passed iteration i-1's publishing barrier, which each
- * reaches only after reading buffer i % 2 in iteration i-2: one barrier per
- * row instead of two, and the same sums. */
+ * every thread of the group has passed iteration i-1's publishing barrier,
+ * which each reaches only after reading buffer i % 2 in iteration i-2: one
+ * barrier per row instead of two, and the same sums. */
 template <int TPR, int ROWS>
 struct RowScratch {
     static constexpr int kFloats = 2 * (TPR > NF_WARP ? TPR / NF_WARP : 1); /* nf_group_sum2 */

@@ -140,13 +140,23 @@ __device__ __forceinline__ void nf_pdl_wait() { asm volatile("griddepcontrol.wai
 
 /* ---- reductions ---------------------------------------------------------------- */
 
+/* The barrier of a GROUP-thread reduction (GROUP > 32): the group's own named
+ * barrier, 1 + its index in the block, so that row groups sharing a block (at
+ * most 15) do not wait for each other; a group that is the whole block uses
+ * barrier 1 like a __syncthreads. */
+template <int GROUP>
+__device__ __forceinline__ void nf_group_barrier()
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + (int)(threadIdx.x / GROUP)), "n"(GROUP) : "memory");
+}
+
 /* Reduce v over the GROUP threads (a multiple of 32, or 32) that share a row
  * with op (+ or max).  scratch: GROUP/32 floats per group, distinct per
- * group; every thread of the block must call it (it synchronises the block
- * when GROUP > 32).  The result is the same on every thread of the group and
- * the order of the operations is fixed (deterministic).
+ * group; every thread of the group must call it (it synchronises the group
+ * when GROUP > 32, nf_group_barrier).  The result is the same on every thread
+ * of the group and the order of the operations is fixed (deterministic).
  * FRESH: no thread can still be reading scratch from an earlier call (it was
- * never read, or a block barrier has passed since its last reads, e.g. the
+ * never read, or a group barrier has passed since its last reads, e.g. the
  * other buffer's reduction when callers alternate two), so the barrier that
  * guards it is skipped; the publishing barrier stays. */
 template <int GROUP, class Op, bool FRESH = false>
@@ -159,10 +169,10 @@ __device__ __forceinline__ float nf_group_reduce(float v, float *scratch, Op op)
         constexpr int WARPS = GROUP / NF_WARP;
         const int lane = threadIdx.x % NF_WARP, warp = (threadIdx.x % GROUP) / NF_WARP;
         if constexpr (!FRESH)
-            __syncthreads(); /* scratch may still be read from the previous call */
+            nf_group_barrier<GROUP>(); /* scratch may still be read from the previous call */
         if (lane == 0)
             scratch[warp] = v;
-        __syncthreads();
+        nf_group_barrier<GROUP>();
         v = scratch[0];
 #pragma unroll
         for (int w = 1; w < WARPS; ++w)
@@ -195,12 +205,12 @@ __device__ __forceinline__ void nf_group_sum2(float &a, float &b, float *scratch
         constexpr int WARPS = GROUP / NF_WARP;
         const int lane = threadIdx.x % NF_WARP, warp = (threadIdx.x % GROUP) / NF_WARP;
         if constexpr (!FRESH)
-            __syncthreads(); /* scratch may still be read from the previous call (FRESH: see nf_group_reduce) */
+            nf_group_barrier<GROUP>(); /* scratch may still be read from the previous call (FRESH: see nf_group_reduce) */
         if (lane == 0) {
             scratch[warp] = a;
             scratch[WARPS + warp] = b;
         }
-        __syncthreads();
+        nf_group_barrier<GROUP>();
         a = scratch[0];
         b = scratch[WARPS];
 #pragma unroll

@@ -131,9 +131,9 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4
         }
     });
     if constexpr (LN)
-        nf_group_sum2<TPR, true>(s1, s2, scratch);
+        nf_group_sum2<TPR, cta_threads<TPR>() / TPR, true>(s1, s2, scratch);
     else
-        s2 = nf_group_sum<TPR, true>(s2, scratch);
+        s2 = nf_group_sum<TPR, cta_threads<TPR>() / TPR, true>(s2, scratch);
     c.m1 = LN ? s1 / (float)a.n : 0.0f;
     c.m2 = s2 / (float)a.n;
 }
@@ -613,9 +613,9 @@ norm_bwd_scalar(const nf_norm_bwd_args a)
         s2 = fmaf(tv, c.xhat(nf_ld(x, j)), s2);
     }
     if constexpr (LN) /* the block's only reduction: scratch is fresh */
-        nf_group_sum2<TPR, true>(s1, s2, scratch[group]);
+        nf_group_sum2<TPR, cta_threads<TPR>() / TPR, true>(s1, s2, scratch[group]);
     else
-        s2 = nf_group_sum<TPR, true>(s2, scratch[group]);
+        s2 = nf_group_sum<TPR, cta_threads<TPR>() / TPR, true>(s2, scratch[group]);
     c.m1 = LN ? s1 / (float)a.n : 0.0f;
     c.m2 = s2 / (float)a.n;
     if (!live)

@@ -131,18 +131,18 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4
         }
     });
     if constexpr (LN)
-        nf_group_sum2<TPR, cta_threads<TPR>() / TPR, true>(s1, s2, scratch);
+        nf_group_sum2<TPR, true>(s1, s2, scratch);
     else
-        s2 = nf_group_sum<TPR, cta_threads<TPR>() / TPR, true>(s2, scratch);
+        s2 = nf_group_sum<TPR, true>(s2, scratch);
     c.m1 = LN ? s1 / (float)a.n : 0.0f;
     c.m2 = s2 / (float)a.n;
 }
 
 /* The row sums' scratch of a persistent row loop: two buffers per row group,
  * alternating by iteration.  Iteration i's reduction writes buffer i % 2 once
- * every thread of the group has passed iteration i-1's publishing barrier,
- * which each reaches only after reading buffer i % 2 in iteration i-2: one
- * barrier per row instead of two, and the same sums. */
+ * every thread has passed iteration i-1's publishing barrier, which each
+ * reaches only after reading buffer i % 2 in iteration i-2: one barrier per
+ * row instead of two, and the same sums. */
 template <int TPR, int ROWS>
 struct RowScratch {
     static constexpr int kFloats = 2 * (TPR > NF_WARP ? TPR / NF_WARP : 1); /* nf_group_sum2 */
@@ -613,9 +613,9 @@ norm_bwd_scalar(const nf_norm_bwd_args a)
         s2 = fmaf(tv, c.xhat(nf_ld(x, j)), s2);
     }
     if constexpr (LN) /* the block's only reduction: scratch is fresh */
-        nf_group_sum2<TPR, cta_threads<TPR>() / TPR, true>(s1, s2, scratch[group]);
+        nf_group_sum2<TPR, true>(s1, s2, scratch[group]);
     else
-        s2 = nf_group_sum<TPR, cta_threads<TPR>() / TPR, true>(s2, scratch[group]);
+        s2 = nf_group_sum<TPR, true>(s2, scratch[group]);
     c.m1 = LN ? s1 / (float)a.n : 0.0f;
     c.m2 = s2 / (float)a.n;
     if (!live)

@@ -58,21 +58,20 @@ template <int TPR> constexpr int scratch_floats() { return TPR > NF_WARP ? TPR /
 template <int TPR, bool LN, class Row>
 __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float eps, float *scratch)
 {
-    constexpr int kGroups = cta_threads<TPR>() / TPR; /* row groups per block */
     const float fn = (float)n;
     float *const ss_scratch = scratch + (LN ? scratch_floats<TPR>() : 0);
     float mu = 0.0f;
     if constexpr (LN) {
         float s = 0.0f;
         row([&](float v) { s += v; });
-        mu = nf_group_sum<TPR, kGroups, true>(s, scratch) / fn; /* mu = (1/n) sum_j x_j */
+        mu = nf_group_sum<TPR, true>(s, scratch) / fn; /* mu = (1/n) sum_j x_j */
     }
     float ss = 0.0f;
     row([&](float v) {
         const float d = LN ? v - mu : v;
         ss = fmaf(d, d, ss);
     });
-    ss = nf_group_sum<TPR, kGroups, true>(ss, ss_scratch);
+    ss = nf_group_sum<TPR, true>(ss, ss_scratch);
     const float rstd = 1.0f / sqrtf(ss / fn + eps); /* rstd = 1/sqrt(var + eps), RMS: ms */
     RowStats st = {1.0f, mu, rstd, mu, rstd};
 
@@ -80,20 +79,20 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
     if (nf_group_any<TPR, cta_threads<TPR>() / TPR>(rescale)) {
         float mx = 0.0f;
         row([&](float v) { mx = fmaxf(mx, fabsf(v)); });
-        mx = nf_group_max<TPR, kGroups>(mx, scratch);
+        mx = nf_group_max<TPR>(mx, scratch);
         const float sc = rescale ? nf_pow2_scale(mx) : 1.0f;
         float mu_s = 0.0f;
         if constexpr (LN) {
             float s = 0.0f;
             row([&](float v) { s += v * sc; });
-            mu_s = nf_group_sum<TPR, kGroups>(s, scratch) / fn;
+            mu_s = nf_group_sum<TPR>(s, scratch) / fn;
         }
         float ss_s = 0.0f;
         row([&](float v) {
             const float d = LN ? v * sc - mu_s : v * sc;
             ss_s = fmaf(d, d, ss_s);
         });
-        ss_s = nf_group_sum<TPR, kGroups>(ss_s, scratch);
+        ss_s = nf_group_sum<TPR>(ss_s, scratch);
         if (sc != 1.0f) {
             /* r_s = 1/sqrt(var_s + eps s^2) = rstd / s */
             const double r = 1.0 / sqrt((double)ss_s / (double)n + (double)eps * sc * sc);

@@ -140,34 +140,16 @@ __device__ __forceinline__ void nf_pdl_wait() { asm volatile("griddepcontrol.wai
 
 /* ---- reductions ---------------------------------------------------------------- */
 
-/* The barrier of a GROUP-thread reduction (GROUP > 32) in a block of GROUPS
- * such groups: __syncthreads for one; for two, each group's own named barrier
- * (1 and 2), so that a row does not wait for the other group's.  The ids are
- * immediates: with an id in a register ptxas reserves all 16 barriers per
- * CTA, which cut the forward's occupancy (RMSNorm n = 1024 70 -> 118 us,
- * reports/h200/ab_norm_named). */
-template <int GROUP, int GROUPS>
-__device__ __forceinline__ void nf_group_barrier()
-{
-    static_assert(GROUPS == 1 || GROUPS == 2, "one or two row groups per block");
-    if constexpr (GROUPS == 1)
-        __syncthreads();
-    else if (threadIdx.x < GROUP)
-        asm volatile("bar.sync 1, %0;" ::"n"(GROUP) : "memory");
-    else
-        asm volatile("bar.sync 2, %0;" ::"n"(GROUP) : "memory");
-}
-
 /* Reduce v over the GROUP threads (a multiple of 32, or 32) that share a row
- * with op (+ or max), GROUPS such groups per block.  scratch: GROUP/32 floats
- * per group, distinct per group; every thread of the group must call it (it
- * synchronises the group when GROUP > 32, nf_group_barrier).  The result is the same on every thread
- * of the group and the order of the operations is fixed (deterministic).
+ * with op (+ or max).  scratch: GROUP/32 floats per group, distinct per
+ * group; every thread of the block must call it (it synchronises the block
+ * when GROUP > 32).  The result is the same on every thread of the group and
+ * the order of the operations is fixed (deterministic).
  * FRESH: no thread can still be reading scratch from an earlier call (it was
- * never read, or a group barrier has passed since its last reads, e.g. the
+ * never read, or a block barrier has passed since its last reads, e.g. the
  * other buffer's reduction when callers alternate two), so the barrier that
  * guards it is skipped; the publishing barrier stays. */
-template <int GROUP, int GROUPS, class Op, bool FRESH = false>
+template <int GROUP, class Op, bool FRESH = false>
 __device__ __forceinline__ float nf_group_reduce(float v, float *scratch, Op op)
 {
 #pragma unroll
@@ -177,10 +159,10 @@ __device__ __forceinline__ float nf_group_reduce(float v, float *scratch, Op op)
         constexpr int WARPS = GROUP / NF_WARP;
         const int lane = threadIdx.x % NF_WARP, warp = (threadIdx.x % GROUP) / NF_WARP;
         if constexpr (!FRESH)
-            nf_group_barrier<GROUP, GROUPS>(); /* scratch may still be read from the previous call */
+            __syncthreads(); /* scratch may still be read from the previous call */
         if (lane == 0)
             scratch[warp] = v;
-        nf_group_barrier<GROUP, GROUPS>();
+        __syncthreads();
         v = scratch[0];
 #pragma unroll
         for (int w = 1; w < WARPS; ++w)
@@ -201,7 +183,7 @@ struct NfMaxKeepNaN { __device__ float operator()(float a, float b) const { retu
 /* Two sums over the group at once: one barrier pair instead of two.  Each
  * sum adds in the order nf_group_sum does, so the results are bitwise those
  * of two nf_group_sum calls.  scratch: 2 * GROUP/32 floats per group. */
-template <int GROUP, int GROUPS, bool FRESH = false>
+template <int GROUP, bool FRESH = false>
 __device__ __forceinline__ void nf_group_sum2(float &a, float &b, float *scratch)
 {
 #pragma unroll
@@ -213,12 +195,12 @@ __device__ __forceinline__ void nf_group_sum2(float &a, float &b, float *scratch
         constexpr int WARPS = GROUP / NF_WARP;
         const int lane = threadIdx.x % NF_WARP, warp = (threadIdx.x % GROUP) / NF_WARP;
         if constexpr (!FRESH)
-            nf_group_barrier<GROUP, GROUPS>(); /* scratch may still be read from the previous call (FRESH: see nf_group_reduce) */
+            __syncthreads(); /* scratch may still be read from the previous call (FRESH: see nf_group_reduce) */
         if (lane == 0) {
             scratch[warp] = a;
             scratch[WARPS + warp] = b;
         }
-        nf_group_barrier<GROUP, GROUPS>();
+        __syncthreads();
         a = scratch[0];
         b = scratch[WARPS];
 #pragma unroll
@@ -228,16 +210,16 @@ __device__ __forceinline__ void nf_group_sum2(float &a, float &b, float *scratch
         }
     }
 }
-template <int GROUP, int GROUPS, bool FRESH = false> __device__ __forceinline__ float nf_group_sum(float v, float *scratch)
+template <int GROUP, bool FRESH = false> __device__ __forceinline__ float nf_group_sum(float v, float *scratch)
 {
-    return nf_group_reduce<GROUP, GROUPS, NfAdd, FRESH>(v, scratch, NfAdd());
+    return nf_group_reduce<GROUP, NfAdd, FRESH>(v, scratch, NfAdd());
 }
-__device__ __forceinline__ float nf_warp_sum(float v) { return nf_group_reduce<NF_WARP, 1>(v, nullptr, NfAdd()); }
-__device__ __forceinline__ float nf_warp_max_keep_nan(float v) { return nf_group_reduce<NF_WARP, 1>(v, nullptr, NfMaxKeepNaN()); }
+__device__ __forceinline__ float nf_warp_sum(float v) { return nf_group_reduce<NF_WARP>(v, nullptr, NfAdd()); }
+__device__ __forceinline__ float nf_warp_max_keep_nan(float v) { return nf_group_reduce<NF_WARP>(v, nullptr, NfMaxKeepNaN()); }
 /* max over the group; fmaxf: a NaN loses to any number (callers check NaN apart) */
-template <int GROUP, int GROUPS> __device__ __forceinline__ float nf_group_max(float v, float *scratch)
+template <int GROUP> __device__ __forceinline__ float nf_group_max(float v, float *scratch)
 {
-    return nf_group_reduce<GROUP, GROUPS>(v, scratch, NfMax());
+    return nf_group_reduce<GROUP>(v, scratch, NfMax());
 }
 /* p is uniform over each group: true on every thread when it holds for any
  * group of the block.  Lets a rare branch that calls nf_group_* stay uniform

@@ -104,12 +104,16 @@ void nf_fast_norm_row(nf_norm_kind kind, int64_t n, const double *x, double eps,
 {
     double mu = 0.0;
     if (kind == NF_NORM_LAYER) {
-        /* mu = mean x, then mu += mean (x - mu): one refinement */
+        /* mu = mean x, then mu += mean (x - mu): one refinement, for a finite
+         * mean only (a row holding +-Inf has mean +-Inf, and x - mu would
+         * turn it into NaN; the MPFR oracle and the kernels say +-Inf) */
         nf_ksum s = {0, 0}, r = {0, 0};
         for (int64_t j = 0; j < n; ++j) nf_ksum_add(&s, x[j]);
         mu = nf_ksum_get(&s) / (double)n;
-        for (int64_t j = 0; j < n; ++j) nf_ksum_add(&r, x[j] - mu);
-        mu += nf_ksum_get(&r) / (double)n;
+        if (isfinite(mu)) {
+            for (int64_t j = 0; j < n; ++j) nf_ksum_add(&r, x[j] - mu);
+            mu += nf_ksum_get(&r) / (double)n;
+        }
     }
     /* var = mean (x - mu)^2 (RMS: mu = 0) */
     nf_ksum v = {0, 0};

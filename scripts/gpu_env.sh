@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# gpu_env.sh — sourced by the GPU-host scripts (gpu_suite.sh, ab_bench.sh):
+# gpu_env.sh — sourced by the GPU-host scripts (gpu_suite.sh, ab_bench.sh, ab_builds.sh):
 # the environment of a GPU host run and the header every log starts with.
 #
 # Sets: root, build, cmake_args (the offline prefix when .gpu-deps is used),

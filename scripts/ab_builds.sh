@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# ab_builds.sh OUTDIR BASEDIR [normfuse bench options...]
+#
+# An A/B of two versions of some files, built side by side on a GPU host: the
+# tree as it is ("new") and a copy of it with the files under BASEDIR laid
+# over it ("base"; BASEDIR mirrors the tree, e.g. BASEDIR/ref/norm_bwd.cu).
+# Each is built (scripts/gpu_suite.sh build), then `normfuse bench` runs with
+# the options given, twice per version, interleaved (base, new, base, new) so
+# that drift between runs shows; compare.txt is scripts/bench_compare.py over
+# the four runs.  Use it where a switch inside one build (ab_bench.sh) would
+# change the code being compared.  NF_COMMIT names "new"; NF_BASE names
+# "base" (default: "NF_COMMIT with BASEDIR's files").
+# Exit: 0, 1 when a build or a bench run failed, 2 on usage.
+#
+#   NF_COMMIT=315735d NF_BASE="315735d with its parent's ref/" \
+#     scripts/ab_builds.sh out/ab_norm_bar base/ --grid norm --impl ref
+set -euo pipefail
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+if [ $# -lt 2 ] || ! [ -d "$2" ]; then usage; fi
+# shellcheck source=scripts/gpu_env.sh
+. "$(dirname "$0")/gpu_env.sh"
+out="$(mkdir -p "$1" && cd "$1" && pwd)"
+base_files="$(cd "$2" && pwd)"
+shift 2
+new_commit="$report_commit"
+base_commit="${NF_BASE:-$new_commit with the files of $base_files}"
+
+"$root/scripts/gpu_suite.sh" build "$out" > /dev/null || { echo "ab_builds: build of the tree failed" >&2; exit 1; }
+base_tree="$(mktemp -d)"
+trap 'rm -rf "$base_tree"' EXIT
+tar -C "$root" --exclude=./build --exclude=./.git -cf - . | tar -C "$base_tree" -xf -
+cp -R "$base_files"/. "$base_tree"/
+mkdir -p "$out/base"
+NF_COMMIT="$base_commit" "$base_tree/scripts/gpu_suite.sh" build "$out/base" > /dev/null ||
+  { echo "ab_builds: build of the base failed (see $out/base/build.log)" >&2; exit 1; }
+
+status=0
+runs=()
+for rep in 1 2; do
+  for v in base new; do
+    if [ "$v" = base ]; then cli="$base_tree/build/cli/normfuse" report_commit="$base_commit"
+    else cli="$build/cli/normfuse" report_commit="$new_commit"; fi
+    name="ab_${v}_$rep"
+    report_header "$out/$name.log" "normfuse bench $* --json $name.json"
+    if "$cli" bench "$@" --json "$out/$name.json" >> "$out/$name.log" 2>&1; then
+      runs+=("$name.json")
+    else
+      echo "ab_builds: bench of $v (run $rep) failed, see $out/$name.log" >&2
+      status=1
+    fi
+  done
+done
+report_commit="$new_commit vs $base_commit"
+if [ ${#runs[@]} -gt 0 ]; then
+  report_header "$out/compare.txt" "scripts/bench_compare.py --time ${runs[*]}"
+  (cd "$out" && python3 "$root/scripts/bench_compare.py" --time "${runs[@]}") | tee -a "$out/compare.txt"
+fi
+exit $status

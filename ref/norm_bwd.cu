@@ -142,7 +142,9 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4
  * alternating by iteration.  Iteration i's reduction writes buffer i % 2 once
  * every thread has passed iteration i-1's publishing barrier, which each
  * reaches only after reading buffer i % 2 in iteration i-2: one barrier per
- * row instead of two, and the same sums. */
+ * row instead of two, and the same sums.  Measured (reports/h200/ab_norm_bar):
+ * LayerNorm n = 2048 2-3 % faster, RMSNorm n = 8192 1.5 % slower, the rest
+ * inside the spread. */
 template <int TPR, int ROWS>
 struct RowScratch {
     static constexpr int kFloats = 2 * (TPR > NF_WARP ? TPR / NF_WARP : 1); /* nf_group_sum2 */

@@ -79,6 +79,14 @@ Test(budget, compare_specials_and_zero_rules)
     cr_assert(nf_compare_f32(gl, 1, 2, 2, wl, al, NULL, 0, &st));
     gl[0] = -1e30f;
     cr_assert(!nf_compare_f32(gl, 1, 2, 2, wl, al, NULL, 0, &st));
+    /* a NaN allowance (the budget could not bound the element, e.g. the rstd
+     * of a post-norm row holding Inf, exactly 0) accepts the exact value only */
+    const double wn[2] = {0.0, 2.0}, an[2] = {NAN, 0.01};
+    float gn[2] = {0.0f, 2.0f};
+    cr_assert(nf_compare_f32(gn, 1, 2, 2, wn, an, NULL, 0, &st), "exact value under a NaN allowance");
+    gn[0] = 5.0f;
+    cr_assert(!nf_compare_f32(gn, 1, 2, 2, wn, an, NULL, 0, &st), "5 for 0 under a NaN allowance");
+    cr_assert_eq(st.violations, 1);
     /* the row sample restricts what is judged */
     const double w4[4] = {1, 1, 1, 1}, a4[4] = {0.01, 0.01, 0.01, 0.01};
     nf_bf16 g4[4] = {nf_double_to_bf16(1.0), nf_double_to_bf16(1.0), nf_double_to_bf16(5.0), nf_double_to_bf16(1.0)};

@@ -2,7 +2,7 @@
  * fuzz_log_test.c — the JSONL log: every line parses back, a partial last
  * line (a run killed mid-write) is cut on resume and its result re-run,
  * appending after the cut gives well-formed lines; JSON strings escape; a
- * log is resumed only by a run of its own seed.
+ * log is resumed only by a run of its own seed and case generator.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -22,12 +22,13 @@ static void temp_path(char *buf, size_t n)
     unlink(buf);
 }
 
-/* One logged result (the logging path only: no kernel runs here). */
-static void log_one(FILE *f, const nf_fuzz_cfg *cfg, int64_t idx, const char *impl)
+/* One logged result under index idx for the case cfg draws for index drawn
+ * (the logging path only: no kernel runs here). */
+static void log_case(FILE *f, const nf_fuzz_cfg *cfg, int64_t idx, int64_t drawn, const char *impl)
 {
     nf_entry e = {.name = impl, .op = NF_OP_NORM_FWD, .impl = NF_IMPL_REF};
     nf_case c;
-    nf_fuzz_case(cfg, idx, &c);
+    nf_fuzz_case(cfg, drawn, &c);
     nf_case_result r;
     memset(&r, 0, sizeof r);
     r.verdict = idx % 3 ? NF_V_PASS : NF_V_FAIL;
@@ -38,6 +39,35 @@ static void log_one(FILE *f, const nf_fuzz_cfg *cfg, int64_t idx, const char *im
     r.out[0].st.count = 100 + idx;
     r.out[0].st.max_ulp = 0.5 * (double)idx;
     nf_log_result(f, cfg, idx, &e, &c, &r, NULL);
+}
+static void log_one(FILE *f, const nf_fuzz_cfg *cfg, int64_t idx, const char *impl)
+{
+    log_case(f, cfg, idx, idx, impl);
+}
+
+/* A log at path of cases 0..n-1 of cfg, impls[0]. */
+static void write_log(const char *path, const nf_fuzz_cfg *cfg, int64_t n)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (int64_t i = 0; i < n; ++i)
+        log_one(f, cfg, i, impls[0]);
+    fclose(f);
+}
+
+/* nf_fuzz_run resuming path under cfg, for case 0 only; the log checks come
+ * first, so a refused log needs no device. */
+static int resume_run(const char *path, const nf_fuzz_cfg *cfg)
+{
+    nf_fuzz_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.log_path = path;
+    o.resume = 1;
+    o.only_case = 0;
+    o.nshards = 1;
+    o.cfg = *cfg;
+    nf_fuzz_summary s;
+    return nf_fuzz_run(NULL, &o, &s);
 }
 
 Test(fuzz_log, resume_after_a_truncated_last_line)
@@ -119,37 +149,55 @@ Test(fuzz_log, resume_refuses_a_log_of_another_seed)
     char path[256];
     temp_path(path, sizeof path);
     const uint64_t big = 18000000000000000000ull; /* above INT64_MAX: parsed unsigned */
-    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg cfg, seven;
     nf_fuzz_cfg_default(&cfg, big);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    for (int64_t i = 0; i < 4; ++i)
-        log_one(f, &cfg, i, impls[0]);
-    fclose(f);
+    nf_fuzz_cfg_default(&seven, 7);
+    write_log(path, &cfg, 4);
 
     nf_done_set done;
     cr_assert_eq(nf_log_load(path, &done, 0), 0);
     cr_assert(done.has_seed && !done.mixed_seeds);
     cr_assert_eq(done.seed, big);
     nf_done_free(&done);
+    cr_assert_eq(resume_run(path, &seven), -1, "a log of seed %llu resumed under seed 7", (unsigned long long)big);
 
-    nf_fuzz_run_opts o;
-    memset(&o, 0, sizeof o);
-    o.log_path = path;
-    o.resume = 1;
-    o.only_case = 0; /* never reached: the check comes first, so no device is needed */
-    o.nshards = 1;
-    nf_fuzz_summary s;
-    nf_fuzz_cfg_default(&o.cfg, 7);
-    cr_assert_eq(nf_fuzz_run(NULL, &o, &s), -1, "a log of seed %llu resumed under seed 7", (unsigned long long)big);
-
-    f = fopen(path, "a"); /* a second campaign appended to the same file */
-    log_one(f, &o.cfg, 4, impls[0]);
+    FILE *f = fopen(path, "a"); /* a second campaign appended to the same file */
+    log_one(f, &seven, 4, impls[0]);
     fclose(f);
     cr_assert_eq(nf_log_load(path, &done, 0), 0);
     cr_assert(done.mixed_seeds);
     nf_done_free(&done);
-    o.cfg.seed = big;
-    cr_assert_eq(nf_fuzz_run(NULL, &o, &s), -1, "a log of two seeds resumed");
+    cr_assert_eq(resume_run(path, &cfg), -1, "a log of two seeds resumed");
+    unlink(path);
+}
+
+/* A case index names a case only together with the generator that drew it:
+ * a log whose lines name other cases than this build draws for their index
+ * (the generator changed, or --max-elems / --shape differ) must be refused. */
+Test(fuzz_log, resume_refuses_a_log_of_other_cases)
+{
+    char path[256];
+    temp_path(path, sizeof path);
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, 7);
+    write_log(path, &cfg, 6);
+    nf_done_set done;
+    int64_t bad = -1;
+    cr_assert_eq(nf_log_load(path, &done, 0), 0);
+    cr_assert_eq(nf_log_check_cases(&done, &cfg, NULL, &bad), 0, "the log's own cases refused (case %lld)", (long long)bad);
+    nf_fuzz_cfg other = cfg;
+    other.max_elems = cfg.max_elems / 64; /* draws smaller cases for the same indices */
+    cr_assert_eq(nf_log_check_cases(&done, &other, NULL, &bad), -1, "cases drawn under another --max-elems accepted");
+    cr_assert_eq(nf_log_check_cases(&done, &cfg, "M=3", &bad), -1, "cases under another --shape accepted");
+    nf_done_free(&done);
+
+    FILE *f = fopen(path, "a"); /* a line naming case 6 with the case drawn for index 2 */
+    log_case(f, &cfg, 6, 2, impls[0]);
+    fclose(f);
+    cr_assert_eq(nf_log_load(path, &done, 0), 0);
+    cr_assert_eq(nf_log_check_cases(&done, &cfg, NULL, &bad), -1, "a line naming another case accepted");
+    cr_assert_eq(bad, 6);
+    nf_done_free(&done);
+    cr_assert_eq(resume_run(path, &cfg), -1, "a log of other cases resumed");
     unlink(path);
 }

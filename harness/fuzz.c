@@ -226,7 +226,7 @@ static int key_cmp(const void *a, const void *b)
     return x->impl_hash < y->impl_hash ? -1 : x->impl_hash > y->impl_hash;
 }
 
-void nf_done_add(nf_done_set *d, int64_t index, const char *impl)
+void nf_done_add(nf_done_set *d, int64_t index, const char *impl, uint64_t case_hash)
 {
     if (d->n == d->cap) {
         const int64_t cap = d->cap ? 2 * d->cap : 256;
@@ -236,7 +236,7 @@ void nf_done_add(nf_done_set *d, int64_t index, const char *impl)
         d->keys = k;
         d->cap = cap;
     }
-    d->keys[d->n++] = (nf_done_key){index, hash_str(impl)};
+    d->keys[d->n++] = (nf_done_key){index, hash_str(impl), case_hash};
     d->sorted = 0;
 }
 
@@ -248,8 +248,47 @@ int nf_done_has(nf_done_set *d, int64_t index, const char *impl)
         qsort(d->keys, (size_t)d->n, sizeof *d->keys, key_cmp);
         d->sorted = 1;
     }
-    const nf_done_key k = {index, hash_str(impl)};
+    const nf_done_key k = {index, hash_str(impl), 0};
     return bsearch(&k, d->keys, (size_t)d->n, sizeof k, key_cmp) != NULL;
+}
+
+static uint64_t case_key_hash(const char *shape, const char *params)
+{
+    return hash_str(shape) ^ (hash_str(params) * 0x9E3779B97F4A7C15ull) ^ 1u; /* never 0 */
+}
+
+uint64_t nf_case_log_hash(const nf_case *c)
+{
+    char shape[128], desc[256];
+    nf_case_shape_str(c, shape, sizeof shape);
+    nf_case_describe(c, desc, sizeof desc);
+    return case_key_hash(shape, desc);
+}
+
+int nf_log_check_cases(nf_done_set *d, const nf_fuzz_cfg *cfg, const char *shape, int64_t *bad)
+{
+    if (!d->sorted && d->n) {
+        qsort(d->keys, (size_t)d->n, sizeof *d->keys, key_cmp);
+        d->sorted = 1;
+    }
+    int64_t last = -1;
+    uint64_t want = 0;
+    for (int64_t k = 0; k < d->n; ++k) {
+        const nf_done_key *key = &d->keys[k];
+        if (!key->case_hash)
+            continue; /* a line that does not name its case */
+        if (key->index != last) {
+            nf_case c;
+            nf_fuzz_case(cfg, key->index, &c);
+            if (shape && nf_case_apply_shape(&c, shape) != 0)
+                return *bad = key->index, -1;
+            want = nf_case_log_hash(&c);
+            last = key->index;
+        }
+        if (key->case_hash != want)
+            return *bad = key->index, -1;
+    }
+    return 0;
 }
 
 void nf_done_free(nf_done_set *d)
@@ -275,9 +314,13 @@ int nf_log_load(const char *path, nf_done_set *done, int truncate_partial)
         ++done->lines;
         int64_t index;
         uint64_t seed;
-        char impl[128];
+        char impl[128], shape[128], params[256];
         if (nf_json_find_int(line, "case", &index) == 0 && nf_json_find_str(line, "impl", impl, sizeof impl) == 0)
-            nf_done_add(done, index, impl);
+            nf_done_add(done, index, impl,
+                        nf_json_find_str(line, "shape", shape, sizeof shape) == 0 &&
+                                nf_json_find_str(line, "params", params, sizeof params) == 0
+                            ? case_key_hash(shape, params)
+                            : 0);
         else
             ++done->bad_lines;
         if (nf_json_find_uint(line, "seed", &seed) == 0) {

@@ -49,7 +49,9 @@ void nf_fuzz_repro(char *buf, size_t len, const nf_fuzz_cfg *cfg, int64_t index,
                    const char *impl, const nf_case *shrunk);
 
 /* ---- JSONL log and resume ----------------------------------------------- */
-typedef struct nf_done_key { int64_t index; uint64_t impl_hash; } nf_done_key;
+/* A logged result: case index, impl, and the case itself as the line names it
+ * (a hash of its "shape" and "params"; 0 on lines without them). */
+typedef struct nf_done_key { int64_t index; uint64_t impl_hash, case_hash; } nf_done_key;
 typedef struct nf_done_set {
     nf_done_key *keys;
     int64_t n, cap;
@@ -64,9 +66,18 @@ typedef struct nf_done_set {
  * run killed mid-write) so appending starts on a fresh line.  A missing
  * file is an empty set.  0, or -1 on an I/O error (errno set). */
 int nf_log_load(const char *path, nf_done_set *done, int truncate_partial);
-void nf_done_add(nf_done_set *done, int64_t index, const char *impl);
+void nf_done_add(nf_done_set *done, int64_t index, const char *impl, uint64_t case_hash);
 int nf_done_has(nf_done_set *done, int64_t index, const char *impl);
 void nf_done_free(nf_done_set *done);
+/* The hash a log line's case gets: of the strings nf_log_result writes as
+ * "shape" and "params" (nf_case_shape_str, nf_case_describe). */
+uint64_t nf_case_log_hash(const nf_case *c);
+/* Whether the cases of the log are the ones cfg draws today (with the shape
+ * override `shape`, or NULL): a case index names a case only together with
+ * the seed *and* the generator, so a log written before the case generator
+ * changed (or with other --max-elems / --shape) must not be resumed.  0 when
+ * every logged case matches, else -1 with *bad the first index that does not. */
+int nf_log_check_cases(nf_done_set *done, const nf_fuzz_cfg *cfg, const char *shape, int64_t *bad);
 
 /* Append one result line and flush it.  shrunk: the minimal failing case
  * (NULL if none). */

@@ -53,6 +53,14 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
             nf_done_free(&done);
             return -1;
         }
+        int64_t bad = -1;
+        if (o->resume && nf_log_check_cases(&done, &o->cfg, o->shape, &bad) != 0) {
+            fprintf(stderr, "fuzz: case %lld of %s is not the case this build draws for seed %llu (the case "
+                    "generator, --max-elems or --shape changed since): log to a new file\n",
+                    (long long)bad, o->log_path, (unsigned long long)o->cfg.seed);
+            nf_done_free(&done);
+            return -1;
+        }
         if (!o->resume)
             nf_done_free(&done);
         else if (o->out && (done.lines || done.truncated_bytes))

@@ -10,7 +10,7 @@
 # the four runs.  Use it where a switch inside one build (ab_bench.sh) would
 # change the code being compared.  NF_COMMIT names "new"; NF_BASE names
 # "base" (default: "NF_COMMIT with BASEDIR's files").
-# Exit: 0, 1 when a build or a bench run failed, 2 on usage.
+# Exit: 0, 1 when a build or a bench run failed, 2 on usage, 77 without a GPU.
 #
 #   NF_COMMIT=315735d NF_BASE="315735d with its parent's ref/" \
 #     scripts/ab_builds.sh out/ab_norm_bar base/ --grid norm --impl ref
@@ -42,10 +42,13 @@ for rep in 1 2; do
     else cli="$build/cli/normfuse" report_commit="$new_commit"; fi
     name="ab_${v}_$rep"
     report_header "$out/$name.log" "normfuse bench $* --json $name.json"
-    if "$cli" bench "$@" --json "$out/$name.json" >> "$out/$name.log" 2>&1; then
+    rc=0
+    "$cli" bench "$@" --json "$out/$name.json" >> "$out/$name.log" 2>&1 || rc=$?
+    [ "$rc" = 77 ] && { echo "ab_builds: no GPU visible" >&2; exit 77; }
+    if [ "$rc" = 0 ]; then
       runs+=("$name.json")
     else
-      echo "ab_builds: bench of $v (run $rep) failed, see $out/$name.log" >&2
+      echo "ab_builds: bench of $v (run $rep) failed (exit $rc), see $out/$name.log" >&2
       status=1
     fi
   done

@@ -240,14 +240,20 @@ void nf_done_add(nf_done_set *d, int64_t index, const char *impl, uint64_t case_
     d->sorted = 0;
 }
 
+/* Keys in (index, impl) order, sorted on first use after an add. */
+static void sort_keys(nf_done_set *d)
+{
+    if (!d->sorted && d->n) {
+        qsort(d->keys, (size_t)d->n, sizeof *d->keys, key_cmp);
+        d->sorted = 1;
+    }
+}
+
 int nf_done_has(nf_done_set *d, int64_t index, const char *impl)
 {
     if (!d->n)
         return 0;
-    if (!d->sorted) {
-        qsort(d->keys, (size_t)d->n, sizeof *d->keys, key_cmp);
-        d->sorted = 1;
-    }
+    sort_keys(d);
     const nf_done_key k = {index, hash_str(impl), 0};
     return bsearch(&k, d->keys, (size_t)d->n, sizeof k, key_cmp) != NULL;
 }
@@ -267,10 +273,7 @@ uint64_t nf_case_log_hash(const nf_case *c)
 
 int nf_log_check_cases(nf_done_set *d, const nf_fuzz_cfg *cfg, const char *shape, int64_t *bad)
 {
-    if (!d->sorted && d->n) {
-        qsort(d->keys, (size_t)d->n, sizeof *d->keys, key_cmp);
-        d->sorted = 1;
-    }
+    sort_keys(d);
     int64_t last = -1;
     uint64_t want = 0;
     for (int64_t k = 0; k < d->n; ++k) {

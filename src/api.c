@@ -77,6 +77,15 @@ static nf_status only_layernorm(const char *fn, nf_norm_kind kind, const void *p
     return NF_OK;
 }
 
+/* The forward's saved mean a backward reads: required for LayerNorm, absent
+ * for RMSNorm (which has none). */
+static nf_status saved_mean(const char *fn, nf_norm_kind kind, const float *mean)
+{
+    if (kind == NF_NORM_LAYER)
+        return need(fn, mean, "mean");
+    return only_layernorm(fn, kind, mean, "mean");
+}
+
 /* `grad` must be set exactly when `param` is: a parameter's gradient is an
  * output the caller must not forget, and a gradient of no parameter is a
  * mistake. */
@@ -175,10 +184,7 @@ static nf_status check_norm_bwd(const char *fn, const nf_norm_bwd_args *a)
     NF_TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
     NF_TRY(need_matrix(fn, a->x, a->ldx, a->M, a->n, "x", "ldx"));
     NF_TRY(check_eps(fn, a->eps, "eps"));
-    if (a->kind == NF_NORM_LAYER)
-        NF_TRY(need(fn, a->mean, "mean"));
-    else
-        NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
+    NF_TRY(saved_mean(fn, a->kind, a->mean));
     NF_TRY(need(fn, a->rstd, "rstd"));
     NF_TRY(need_matrix(fn, a->dy, a->lddy, a->M, a->n, "dy", "lddy"));
     NF_TRY(need_matrix(fn, a->dx, a->lddx, a->M, a->n, "dx", "lddx"));
@@ -389,10 +395,7 @@ static nf_status check_postnorm_bwd(const char *fn, const nf_postnorm_gemm_bwd_a
     NF_TRY(need_matrix(fn, a->W, a->ldw, a->K, a->N, "W", "ldw"));
     NF_TRY(need_matrix(fn, a->h, a->ldh, a->M, a->N, "h", "ldh"));
     NF_TRY(check_eps(fn, a->eps, "eps"));
-    if (a->kind == NF_NORM_LAYER)
-        NF_TRY(need(fn, a->mean, "mean"));
-    else
-        NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
+    NF_TRY(saved_mean(fn, a->kind, a->mean));
     NF_TRY(need(fn, a->rstd, "rstd"));
     NF_TRY(need_matrix(fn, a->dY, a->lddy, a->M, a->N, "dY", "lddy"));
     NF_TRY(need_matrix(fn, a->dX, a->lddx, a->M, a->K, "dX", "lddx"));

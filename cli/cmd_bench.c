@@ -146,39 +146,48 @@ static double roofline_us(const bench *b, double bytes, double flops)
     return 1e6 * (t_mem > t_mm ? t_mem : t_mm);
 }
 
+/* The next comma-separated word of the list at *p (start *w, length *len);
+ * *p moves past it.  0 at the end of the list. */
+static int next_word(const char **p, const char **w, size_t *len)
+{
+    if (!**p)
+        return 0;
+    const char *end = strchr(*p, ',');
+    *w = *p;
+    *len = end ? (size_t)(end - *p) : strlen(*p);
+    *p += *len + (end ? 1 : 0);
+    return 1;
+}
+
 /* name is one of the comma-separated words of list (NULL: every name is). */
 static int listed(const char *list, const char *name)
 {
     if (!list)
         return 1;
-    const size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        const size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && !strncmp(p, name, n))
+    const char *w;
+    size_t len;
+    for (const char *p = list; next_word(&p, &w, &len);)
+        if (len == strlen(name) && !strncmp(w, name, len))
             return 1;
-        p += len + (end ? 1 : 0);
-    }
     return 0;
 }
 
 /* Every word of list names one of known[] (count); else say which one is not. */
 static int check_list(const char *opt, const char *list, const char *const *known, size_t count)
 {
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        const size_t len = end ? (size_t)(end - p) : strlen(p);
+    const char *w;
+    size_t len;
+    for (const char *p = list; next_word(&p, &w, &len);) {
         int ok = 0;
         for (size_t i = 0; i < count && !ok; ++i)
-            ok = strlen(known[i]) == len && !strncmp(p, known[i], len);
+            ok = strlen(known[i]) == len && !strncmp(w, known[i], len);
         if (!ok) {
-            fprintf(stderr, "normfuse bench: %s: '%.*s' is not one of:", opt, (int)len, p);
+            fprintf(stderr, "normfuse bench: %s: '%.*s' is not one of:", opt, (int)len, w);
             for (size_t i = 0; i < count; ++i)
                 fprintf(stderr, " %s", known[i]);
             fprintf(stderr, "\n");
             return 0;
         }
-        p += len + (end ? 1 : 0);
     }
     return 1;
 }

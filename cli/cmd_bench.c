@@ -2,9 +2,15 @@
  * cmd_bench.c — `normfuse bench`: time ops with CUDA events and write JSON.
  *
  * Method (SPEC.md section 6): every case is warmed up, then timed `reps`
- * times with events around the launch alone; before each timed launch a
- * 256 MiB buffer is rewritten so the inputs come from HBM, not L2 (60 MB on
- * the H200).  The median is reported.  The two ceilings, copy bandwidth
+ * times with events around the launch alone; before each timed launch L2
+ * (60 MB on the H200) is flushed through a 256 MiB buffer so the inputs come
+ * from HBM.  The median is reported.  Two flushes (--flush):
+ *   write  the buffer is rewritten (cudaMemset, the common method): L2 is
+ *          left holding up to 60 MB of the flush's dirty lines, which the
+ *          timed launch then writes back to HBM as it evicts them;
+ *   read   the buffer is read (nf_ref_read_sweep): the previous launch's
+ *          dirty lines are written back during the flush and L2 is left
+ *          clean, so the timed launch moves only its own bytes.  The two ceilings, copy bandwidth
  * (a 1 GiB device-to-device copy, bytes read + written) and the cuBLASLt
  * bf16 rate (8192^3), are measured in the same run, and each case's
  * roofline time is max(flops / peak, bytes / copy_bw).
@@ -33,9 +39,12 @@
 #include "fused/fused.h"
 #include "internal.h"
 #include "json.h"
+#include "ref/ref.h"
 
 enum {
     FLUSH_BYTES = 256u << 20,  /* > 4x the H200's 60 MB L2 */
+    FLUSH_FILL = 0x5a,         /* the read flush's buffer, every byte: */
+    FLUSH_NEVER = 1,           /* ... so every xor of an even count of its words is 0, never this */
     HOST_BLOCK_ELEMS = 1u << 26 /* 128 MiB of random bf16 generated on the host */
 };
 static const size_t POOL_ELEMS = (size_t)1 << 30; /* 2 GiB of inputs */
@@ -54,6 +63,8 @@ typedef struct bench {
     double copy_bw_tbs, mm_peak_tflops;
     const char *ops, *impls; /* --op / --impl: comma lists of the cases to run, NULL = all */
     const char *variant;     /* the kernel variant the next cases run (recorded), or NULL */
+    int flush_read;          /* --flush read: flush by reading, L2 left clean */
+    unsigned *sink;          /* the read sweep's never-written word */
 } bench;
 
 typedef nf_status (*launch_fn)(bench *b, const void *args);
@@ -122,7 +133,10 @@ static double time_median(bench *b, launch_fn launch, const void *args, nf_statu
         if ((*st = launch(b, args)) != NF_OK)
             goto fail;
     for (int i = 0; i < b->reps; ++i) {
-        NF_CUDA_CHECK(cudaMemsetAsync(b->flush, i & 0xff, FLUSH_BYTES, b->stream));
+        if (b->flush_read)
+            NF_CHECK(nf_ref_read_sweep(b->ctx, b->flush, FLUSH_BYTES, FLUSH_NEVER, b->sink));
+        else
+            NF_CUDA_CHECK(cudaMemsetAsync(b->flush, i & 0xff, FLUSH_BYTES, b->stream));
         NF_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
         if ((*st = launch(b, args)) != NF_OK)
             goto fail;
@@ -571,13 +585,18 @@ fail:
     printf("\n");
 }
 
+static const char *flush_name(const bench *b)
+{
+    return b->flush_read ? "read" : "write";
+}
+
 /* ---- markdown summary ------------------------------------------------------------- */
 
 static void write_markdown(FILE *f, const bench *b, const char *gpu, const char *date, const char *cmd)
 {
     fprintf(f, "# normfuse bench\n\n- GPU: %s\n- date: %s\n- command: `%s`\n- median of %d runs, "
-               "L2 flushed before each\n- ceilings measured in this run: copy %.2f TB/s, cuBLASLt bf16 "
-               "%.0f TFLOP/s\n\n", gpu, date, cmd, b->reps, b->copy_bw_tbs, b->mm_peak_tflops);
+               "L2 flushed before each by a %s of 256 MiB\n- ceilings measured in this run: copy %.2f TB/s, cuBLASLt bf16 "
+               "%.0f TFLOP/s\n\n", gpu, date, cmd, b->reps, flush_name(b), b->copy_bw_tbs, b->mm_peak_tflops);
     int any = 0;
     for (int i = 0; i < nrecords; ++i) {
         const record *r = &records[i];
@@ -625,6 +644,7 @@ static void write_json(FILE *f, const bench *b, const char *gpu, const char *dat
     nf_json_str(&j, "command", cmd);
     nf_json_uint(&j, "seed", seed);
     nf_json_int(&j, "reps", b->reps);
+    nf_json_str(&j, "flush", flush_name(b));
     nf_json_num(&j, "copy_bw_tbs", b->copy_bw_tbs);
     nf_json_num(&j, "mm_peak_tflops", b->mm_peak_tflops);
     nf_json_array_begin(&j, "cases");
@@ -697,13 +717,15 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: normfuse bench [--grid LIST] [--op LIST] [--impl LIST] [--quick] [--reps N]\n"
-            "                      [--json FILE] [--markdown FILE] [--device N] [--seed S]\n"
+            "                      [--flush write|read] [--json FILE] [--markdown FILE] [--device N] [--seed S]\n"
             "  --grid   comma list of norm, prenorm, postnorm, attention, all (default all)\n"
             "  --quick  first shape of each grid, forward ops only (a smoke run)\n"
             "  --op     comma list: only these ops (rmsnorm_bwd, gemm, prenorm_fwd, ...); the\n"
             "           pre-norm summary needs prenorm_fwd, gemm and rmsnorm_fwd\n"
             "  --impl   comma list: only these impls (ref, vendor, fused, cublaslt)\n"
             "  --reps   timed repetitions per case, median reported (default 30)\n"
+            "  --flush  write (default) or read: how L2 is flushed before each timed launch;\n"
+            "           write leaves the flush's dirty lines for the launch to write back\n"
             "  --json   write the cases as JSON (schema in README.md)\n"
             "  --markdown  write a markdown summary (pre-norm goals, every case)\n");
 }
@@ -719,6 +741,7 @@ int nf_cmd_bench(int argc, char **argv)
                                          {"markdown", required_argument, 0, 'm'},
                                          {"op", required_argument, 0, 'o'},
                                          {"impl", required_argument, 0, 'i'},
+                                         {"flush", required_argument, 0, 'f'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *grids = "all", *json_path = NULL, *md_path = NULL;
@@ -726,7 +749,7 @@ int nf_cmd_bench(int argc, char **argv)
     int quick = 0, device = 0, c;
     bench b = {.reps = 30, .warmup = 3};
     uint64_t seed = 20261129;
-    while ((c = getopt_long(argc, argv, "g:qr:j:d:s:m:o:i:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "g:qr:j:d:s:m:o:i:f:h", opts, NULL)) != -1) {
         switch (c) {
         case 'g': grids = optarg; break;
         case 'q': quick = 1; break;
@@ -737,6 +760,13 @@ int nf_cmd_bench(int argc, char **argv)
         case 'i': b.impls = optarg; break;
         case 'd': device = atoi(optarg); break;
         case 's': seed = strtoull(optarg, NULL, 0); break;
+        case 'f':
+            if (strcmp(optarg, "read") && strcmp(optarg, "write")) {
+                fprintf(stderr, "normfuse bench: --flush must be read or write, not '%s'\n", optarg);
+                return 2;
+            }
+            b.flush_read = !strcmp(optarg, "read");
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -766,6 +796,8 @@ int nf_cmd_bench(int argc, char **argv)
     NF_CUDA_CHECK(cudaEventCreate(&b.start));
     NF_CUDA_CHECK(cudaEventCreate(&b.stop));
     NF_CUDA_CHECK(cudaMalloc(&b.flush, FLUSH_BYTES));
+    NF_CUDA_CHECK(cudaMalloc((void **)&b.sink, sizeof *b.sink));
+    NF_CUDA_CHECK(cudaMemset(b.flush, FLUSH_FILL, FLUSH_BYTES));
     NF_CUDA_CHECK(cudaMalloc((void **)&b.pool, POOL_ELEMS * sizeof(nf_bf16)));
     NF_CUDA_CHECK(cudaMalloc((void **)&b.out, OUT_BYTES));
     if (fill_pool(&b, seed) != 0) {
@@ -775,8 +807,9 @@ int nf_cmd_bench(int argc, char **argv)
     char date[32];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    printf("normfuse bench on %s (sm_%d%d, %d SMs), %s, seed %llu, median of %d\n", prop.name,
-           prop.major, prop.minor, prop.multiProcessorCount, date, (unsigned long long)seed, b.reps);
+    printf("normfuse bench on %s (sm_%d%d, %d SMs), %s, seed %llu, median of %d, L2 flushed by a %s\n",
+           prop.name, prop.major, prop.minor, prop.multiProcessorCount, date, (unsigned long long)seed, b.reps,
+           flush_name(&b));
     measure_ceilings(&b);
     if (json_path && !(json = fopen(json_path, "w"))) { /* opened now: fail before the long run */
         perror(json_path);
@@ -810,6 +843,7 @@ fail:
     if (json)
         fclose(json);
     cudaFree(b.flush);
+    cudaFree(b.sink);
     cudaFree(b.pool);
     cudaFree(b.out);
     nf_context_destroy(b.ctx);

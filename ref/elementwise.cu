@@ -1,7 +1,8 @@
 /*
  * elementwise.cu — the small kernels the unfused pipelines are glued with:
  *   z = x + y (residuals), h = h + c (bias), out_j = sum_i x_ij (column sums),
- *   fixed-order reduction of fp32 partial rows, bf16 <-> fp32 vectors.
+ *   fixed-order reduction of fp32 partial rows, bf16 <-> fp32 vectors,
+ *   and a read sweep over a buffer (the bench's clean L2 flush).
  * Every sum over rows is deterministic: partial rows in workspace, then
  * reduce_partials adds them in index order (in double) and rounds once.
  */
@@ -94,6 +95,21 @@ __global__ void to_f32_kernel(const nf_bf16 *in, int64_t n, float fill, float *o
         out[j] = in ? nf_ld(in, j) : fill;
 }
 
+/* Reads every 16 bytes of buf and writes nothing unless the xor of all it
+ * read equals `never` (the store keeps the loads alive; the caller passes a
+ * value the buffer's fill cannot produce, so no line is dirtied). */
+__global__ void read_sweep_kernel(const uint4 *buf, int64_t count, unsigned never, unsigned *sink)
+{
+    unsigned acc = 0;
+    for (int64_t k = (int64_t)blockIdx.x * kThreads + threadIdx.x; k < count;
+         k += (int64_t)gridDim.x * kThreads) {
+        const uint4 v = buf[k]; /* default policy: the lines must displace what L2 holds */
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == never)
+        *sink = acc;
+}
+
 __global__ void to_bf16_kernel(const float *in, int64_t n, nf_bf16 *out)
 {
     for (int64_t j = (int64_t)blockIdx.x * kThreads + threadIdx.x; j < n;
@@ -168,5 +184,16 @@ extern "C" nf_status nf_ref_f32_to_bf16(nf_context *ctx, const float *in, int64_
 {
     to_bf16_kernel<<<(unsigned)blocks_for(n), kThreads, 0, nf_stream_of(ctx)>>>(in, n, out);
     NF_CUDA_LAUNCHED("to_bf16_kernel");
+    return NF_OK;
+}
+
+extern "C" nf_status nf_ref_read_sweep(nf_context *ctx, const void *buf, size_t bytes, unsigned never,
+                                       unsigned *sink)
+{
+    const int64_t count = (int64_t)(bytes / sizeof(uint4));
+    const int64_t blocks = (int64_t)nf_ctx_sm_count(ctx) * 8;
+    read_sweep_kernel<<<(unsigned)(blocks < blocks_for(count) ? blocks : blocks_for(count)), kThreads, 0,
+                        nf_stream_of(ctx)>>>((const uint4 *)buf, count, never, sink);
+    NF_CUDA_LAUNCHED("read_sweep_kernel");
     return NF_OK;
 }

@@ -151,48 +151,6 @@ struct RowScratch {
     float buf[2][ROWS][kFloats];
 };
 
-/* ---- the partial rows' hand-off to the reducer ------------------------------------------ */
-
-/*
- * The reducer (norm_bwd_sum_parts) is launched as a programmatic dependent of
- * the row kernel and, with ready flags, does not wait for the whole row grid:
- * the CTA that wrote partial row p stores the launch's epoch into flag[p]
- * (release, after every thread's writes), and the reducer waits for that flag
- * (acquire) before it reads row p.  The reducer's CTAs are scheduled on the
- * SMs the early row CTAs leave, so the sums of their partial rows overlap the
- * late CTAs' rows, and what is left after the last row CTA is one partial row
- * per reducer warp.  No deadlock: a dependent CTA is only scheduled once every
- * row CTA has started (griddepcontrol.launch_dependents, issued at the top of
- * every row kernel).  The flags and epochs come from nf_ctx_ready_flags.
- * flag NULL: the reducer waits for the whole grid (griddepcontrol.wait).
- */
-struct PartsReady {
-    unsigned *flag;
-    unsigned epoch;
-
-    /* Every thread of the CTA calls it after its last write of partial row blockIdx.x. */
-    __device__ __forceinline__ void publish() const
-    {
-        if (!flag)
-            return;
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag + blockIdx.x), "r"(epoch) : "memory");
-    }
-    /* Returns once partial row p is written and visible to the calling thread. */
-    __device__ __forceinline__ void wait(int64_t p) const
-    {
-        for (;;) {
-            unsigned v;
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag + p) : "memory");
-            if (v == epoch)
-                return;
-            __nanosleep(256);
-        }
-    }
-};
-
 /* ---- dg/db column accumulators ---------------------------------------------------------- */
 
 /*
@@ -397,8 +355,7 @@ __device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const uint4 (&
 /* The plain persistent row loop: each row group's x and dy loaded into
  * registers, reduced, dx stored, then the next row group. */
 template <int TPR, int VPT, bool LN, class Cols>
-__device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_g, float *part_b,
-                                         PartsReady ready)
+__device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
     __shared__ RowScratch<TPR, ROWS> scratch;
@@ -431,16 +388,15 @@ __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_
     if constexpr (Cols::kOn) {
         __shared__ float red[partials_red_floats<TPR, VPT>()];
         cols.write(a, t, group, nv, part_g, part_b, red);
-        ready.publish();
     }
 }
 
 /* Columns in registers (RegColumns) or none (NoColumns). */
 template <int TPR, int VPT, bool LN, class Cols>
 __global__ void __launch_bounds__(cta_threads<TPR>())
-norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b, PartsReady ready)
+norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
-    vec_rows<TPR, VPT, LN, Cols>(a, part_g, part_b, ready);
+    vec_rows<TPR, VPT, LN, Cols>(a, part_g, part_b);
 }
 
 /* Columns in shared memory (SmemColumns): ptxas is asked for as many
@@ -456,9 +412,9 @@ template <int TPR, int VPT, class Cols> constexpr int smem_min_ctas()
 
 template <int TPR, int VPT, bool LN, class Cols>
 __global__ void __launch_bounds__(cta_threads<TPR>(), (smem_min_ctas<TPR, VPT, Cols>()))
-norm_bwd_vec_smem(const nf_norm_bwd_args a, float *part_g, float *part_b, PartsReady ready)
+norm_bwd_vec_smem(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
-    vec_rows<TPR, VPT, LN, Cols>(a, part_g, part_b, ready);
+    vec_rows<TPR, VPT, LN, Cols>(a, part_g, part_b);
 }
 
 template <int TPR, int VPT, bool LN, class Cols> constexpr auto vec_kernel()
@@ -515,7 +471,7 @@ template <int TPR, int VPT, bool LN> constexpr int pipe_min_ctas()
 
 template <int TPR, int VPT, bool LN, class Cols>
 __global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN>()))
-norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b, PartsReady ready)
+norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
     __shared__ RowScratch<TPR, ROWS> scratch;
@@ -545,7 +501,6 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b, PartsReady
 
     __shared__ float red[partials_red_floats<TPR, VPT>()];
     cols.write(a, t, group, nv, part_g, part_b, red);
-    ready.publish();
 }
 
 /* ---- row kernel with rows staged in shared memory ---------------------------------------- */
@@ -573,7 +528,7 @@ using BwdRing = NfRowRing<2, LN ? 2 : 1, VPT, cta_threads<TPR>(), STAGES>;
 
 template <int TPR, int VPT, bool LN, int STAGES>
 __global__ void __launch_bounds__(cta_threads<TPR>())
-norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b, PartsReady ready)
+norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
     static_assert(STAGES >= 2, "a ring of one slot keeps nothing in flight");
@@ -634,7 +589,6 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b, PartsRea
     nf_cp_async_wait<0>();
     __syncthreads();
     cols.write(a, t, group, nv, part_g, part_b, reinterpret_cast<float *>(ring_smem));
-    ready.publish();
 }
 
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
@@ -719,7 +673,7 @@ constexpr int kSumCols = NF_WARP, kSumWarps = 16;
 /* out_j = bf16( sum_p part[p][j] ); blockIdx.y picks (part_g -> dg) or (part_b -> db). */
 __global__ void __launch_bounds__(kSumCols * kSumWarps)
 norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf16 *db,
-                   int64_t parts, int64_t n, PartsReady ready)
+                   int64_t parts, int64_t n)
 {
     __shared__ double warp_sum[kSumWarps][kSumCols];
     const float *part = blockIdx.y == 0 ? part_g : part_b;
@@ -728,31 +682,21 @@ norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf1
         return;
     const int lane = threadIdx.x % NF_WARP, warp = threadIdx.x / NF_WARP;
     const int64_t j = (int64_t)blockIdx.x * kSumCols + lane;
-    if (!ready.flag)
-        nf_pdl_wait(); /* the partial rows are the predecessor's output */
+    nf_pdl_wait(); /* the partial rows are the predecessor's output */
     double s = 0.0;
     if (j < n) {
-        /* four loads in flight per step (the chain of adds keeps its order);
-         * L2 loads (ld.cg): a partial row may have been written after this
-         * SM last cached a line of it */
+        /* four loads in flight per step (the chain of adds keeps its order) */
         int64_t p = warp;
         for (; p + 3 * kSumWarps < parts; p += 4 * kSumWarps) {
-            if (ready.flag)
-                for (int q = 0; q < 4; ++q)
-                    ready.wait(p + q * kSumWarps);
-            const float v0 = __ldcg(part + p * n + j), v1 = __ldcg(part + (p + kSumWarps) * n + j);
-            const float v2 = __ldcg(part + (p + 2 * kSumWarps) * n + j);
-            const float v3 = __ldcg(part + (p + 3 * kSumWarps) * n + j);
+            const float v0 = part[p * n + j], v1 = part[(p + kSumWarps) * n + j];
+            const float v2 = part[(p + 2 * kSumWarps) * n + j], v3 = part[(p + 3 * kSumWarps) * n + j];
             s += (double)v0;
             s += (double)v1;
             s += (double)v2;
             s += (double)v3;
         }
-        for (; p < parts; p += kSumWarps) {
-            if (ready.flag)
-                ready.wait(p);
-            s += (double)__ldcg(part + p * n + j);
-        }
+        for (; p < parts; p += kSumWarps)
+            s += (double)part[p * n + j];
     }
     warp_sum[warp][lane] = s;
     __syncthreads();
@@ -763,8 +707,6 @@ norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf1
             t += warp_sum[w][lane];
         out[j] = __bfloat16_as_ushort(__double2bfloat16(t));
     }
-    if (ready.flag) /* finish after the row kernel, so what follows in the stream sees its dx */
-        nf_pdl_wait();
 }
 
 /* ---- launch ------------------------------------------------------------------------------ */
@@ -792,13 +734,12 @@ nf_status partial_buffers(nf_context *ctx, const nf_norm_bwd_args *a, int slot, 
 }
 
 nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts,
-                          const float *pg, const float *pb, PartsReady ready)
+                          const float *pg, const float *pb)
 {
     if (!pg && !pb)
         return NF_OK;
     /* launched as a programmatic dependent of the partials' kernel: its CTAs
-     * are scheduled while that kernel drains and wait for the partial rows
-     * (ready flags, or the whole grid in nf_pdl_wait) */
+     * are scheduled while that kernel drains and wait in nf_pdl_wait */
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)((a->n + kSumCols - 1) / kSumCols), 2);
     cfg.blockDim = dim3(kSumCols * kSumWarps);
@@ -809,7 +750,7 @@ nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t pa
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, norm_bwd_sum_parts, (const float *)pg, a->dg,
-                                   (const float *)pb, a->db, parts, a->n, ready));
+                                   (const float *)pb, a->db, parts, a->n));
     return NF_OK;
 }
 
@@ -835,7 +776,7 @@ nf_status columns(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     else
         norm_bwd_columns<false><<<grid, kColThreads, 0, st>>>(*a, rows_per_chunk, pg, pb);
     NF_CUDA_LAUNCHED("norm_bwd_columns");
-    return finish_partials(ctx, a, chunks, pg, pb, PartsReady{nullptr, 0});
+    return finish_partials(ctx, a, chunks, pg, pb);
 }
 
 template <int TPR>
@@ -884,22 +825,6 @@ nf_status balanced_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, in
     return NF_OK;
 }
 
-/* A persistent row kernel that writes one partial row per CTA, then the
- * reducer, handed the partial rows through ready flags. */
-template <class Kernel>
-nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int slot, Kernel kernel,
-                                 int64_t grid, int cta, size_t smem)
-{
-    float *pg = NULL, *pb = NULL;
-    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
-    PartsReady ready = {nullptr, 0};
-    if (pg || pb)
-        NF_TRY(nf_ctx_ready_flags(ctx, (size_t)grid, &ready.flag, &ready.epoch));
-    kernel<<<(unsigned)grid, cta, smem, nf_stream_of(ctx)>>>(*a, pg, pb, ready);
-    NF_CUDA_LAUNCHED("norm_bwd row kernel");
-    return finish_partials(ctx, a, grid, pg, pb, ready);
-}
-
 /* Plain row kernel.  With columns: a persistent grid (register columns: as
  * many CTAs as fit at once; shared-memory columns: balanced), then the partial
  * rows' reducer.  Without: a CTA per row group, then the column-partial kernel. */
@@ -924,11 +849,12 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     } else if (grid > INT32_MAX) {
         grid = INT32_MAX;
     }
+    float *pg = NULL, *pb = NULL;
     if (Cols::kOn)
-        return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
-    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, nullptr, nullptr, PartsReady{nullptr, 0});
+        NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
+    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
     NF_CUDA_LAUNCHED("norm_bwd_vec");
-    return columns(ctx, a, slot);
+    return Cols::kOn ? finish_partials(ctx, a, grid, pg, pb) : columns(ctx, a, slot);
 }
 
 /* Pipelined path: the next row's loads in registers, balanced persistent grid. */
@@ -943,7 +869,11 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     NF_TRY(columns_smem<Cols>(kernel, a, &smem));
     int64_t grid;
     NF_TRY(balanced_grid(ctx, kernel, CTA, smem, (a->M + ROWS - 1) / ROWS, &grid));
-    return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
+    float *pg = NULL, *pb = NULL;
+    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
+    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
+    NF_CUDA_LAUNCHED("norm_bwd_pipe");
+    return finish_partials(ctx, a, grid, pg, pb);
 }
 
 /* Staged path: rows through the shared-memory ring, balanced persistent grid
@@ -960,7 +890,11 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
     NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int64_t grid;
     NF_TRY(balanced_grid(ctx, kernel, CTA, smem, (a->M + ROWS - 1) / ROWS, &grid));
-    return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
+    float *pg = NULL, *pb = NULL;
+    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
+    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
+    NF_CUDA_LAUNCHED("norm_bwd_staged");
+    return finish_partials(ctx, a, grid, pg, pb);
 }
 
 /*

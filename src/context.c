@@ -1,10 +1,9 @@
 /*
  * context.c — nf_context: one device, one stream, lazily created cuBLASLt
- * and cuDNN handles, NF_WORKSPACE_SLOTS scratch buffers that grow on
+ * and cuDNN handles, and NF_WORKSPACE_SLOTS scratch buffers that grow on
  * demand (growing synchronises the stream, so steady-state calls with a
- * stable shape never allocate), and the ready flags with their epoch.
+ * stable shape never allocate).
  */
-#include <limits.h>
 #include <stdlib.h>
 
 #include <cublasLt.h>
@@ -22,9 +21,6 @@ struct nf_context {
     cudnnHandle_t dnn;
     void *ws[NF_WORKSPACE_SLOTS];
     size_t ws_bytes[NF_WORKSPACE_SLOTS];
-    unsigned *flags;  /* nf_ctx_ready_flags */
-    size_t flag_count;
-    unsigned epoch;   /* the last epoch handed out; 0 = none since the flags were zeroed */
 };
 
 nf_status nf_context_create(nf_context **ctx, int device)
@@ -68,7 +64,6 @@ void nf_context_destroy(nf_context *ctx)
         cudaDeviceSynchronize();
     for (int i = 0; i < NF_WORKSPACE_SLOTS; ++i)
         cudaFree(ctx->ws[i]);
-    cudaFree(ctx->flags);
     if (ctx->lt)
         cublasLtDestroy(ctx->lt);
     if (ctx->dnn)
@@ -157,40 +152,5 @@ nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr)
         ctx->ws_bytes[slot] = grown;
     }
     *ptr = ctx->ws[slot];
-    return NF_OK;
-}
-
-nf_status nf_ctx_ready_flags(nf_context *ctx, size_t count, unsigned **flags, unsigned *epoch)
-{
-    static const char where[] = "nf_ctx_ready_flags";
-    if (count > ctx->flag_count || ctx->epoch == UINT_MAX) {
-        /* every earlier launch that stored into the flags has finished before
-         * they are freed or zeroed, and epoch 1 starts over on zeros */
-        cudaError_t e = cudaStreamSynchronize(ctx->stream);
-        if (e != cudaSuccess)
-            return nf_fail(NF_ERR_CUDA, where, "cudaStreamSynchronize: %s", cudaGetErrorString(e));
-        if (count > ctx->flag_count) {
-            cudaFree(ctx->flags);
-            ctx->flags = NULL;
-            ctx->flag_count = 0;
-            const size_t grown = count < 4096 ? 4096 : count;
-            if ((e = cudaMalloc((void **)&ctx->flags, grown * sizeof *ctx->flags)) != cudaSuccess) {
-                (void)cudaGetLastError();
-                return nf_fail(NF_ERR_OUT_OF_MEMORY, where, "cudaMalloc(%zu flags): %s", grown,
-                               cudaGetErrorString(e));
-            }
-            ctx->flag_count = grown;
-        }
-        if ((e = cudaMemsetAsync(ctx->flags, 0, ctx->flag_count * sizeof *ctx->flags, ctx->stream)) !=
-            cudaSuccess) { /* never hand out flags that are not known to be zero */
-            cudaFree(ctx->flags);
-            ctx->flags = NULL;
-            ctx->flag_count = 0;
-            return nf_fail(NF_ERR_CUDA, where, "cudaMemsetAsync: %s", cudaGetErrorString(e));
-        }
-        ctx->epoch = 0;
-    }
-    *flags = ctx->flags;
-    *epoch = ++ctx->epoch;
     return NF_OK;
 }

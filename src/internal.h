@@ -70,14 +70,6 @@ nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle);
  * intermediates at once.  Growing it synchronises the context's stream. */
 #define NF_WORKSPACE_SLOTS 5
 nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr);
-/* `count` 32-bit ready flags owned by the context (zeroed when allocated,
- * used for nothing else) and a fresh nonzero epoch for one launch: a kernel
- * marks flag i done by storing the epoch into it, and a successor waits for
- * that value, so no flag is ever reset between launches.  Flags written by
- * an earlier launch hold an earlier epoch.  Growing synchronises the stream,
- * as does the epoch's wrap after 2^32 - 1 launches (the flags are zeroed
- * again).  One launch at a time per context, like the workspace. */
-nf_status nf_ctx_ready_flags(nf_context *ctx, size_t count, unsigned **flags, unsigned *epoch);
 
 /* ---- reference GEMM (ref/gemm_cublaslt.c) ------------------------------- */
 

@@ -808,6 +808,16 @@ nf_status columns_smem(Kernel kernel, const nf_norm_bwd_args *a, size_t *smem)
     return NF_OK;
 }
 
+/* How many CTAs of `kernel` (cta threads, smem dynamic bytes) fit on the device at once. */
+template <class Kernel>
+nf_status resident_ctas(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t *resident)
+{
+    int per_sm = 0;
+    NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, cta, smem));
+    *resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
+    return NF_OK;
+}
+
 /* A persistent grid for `groups` row groups: as many CTAs as fit at once,
  * trimmed so every CTA runs the same number of row groups (no idle tail CTAs,
  * fewer partial rows). */
@@ -815,14 +825,26 @@ template <class Kernel>
 nf_status balanced_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t groups,
                         int64_t *grid)
 {
-    int per_sm = 0;
-    NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, cta, smem));
-    const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
+    int64_t resident;
+    NF_TRY(resident_ctas(ctx, kernel, cta, smem, &resident));
     int64_t iters = (groups + resident - 1) / resident; /* row groups per CTA */
     if (iters < 1)
         iters = 1;
     *grid = (groups + iters - 1) / iters;
     return NF_OK;
+}
+
+/* A persistent row kernel that writes one partial row per CTA, then the
+ * partial rows' reducer. */
+template <class Kernel>
+nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int slot, Kernel kernel,
+                                 int64_t grid, int cta, size_t smem)
+{
+    float *pg = NULL, *pb = NULL;
+    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
+    kernel<<<(unsigned)grid, cta, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
+    NF_CUDA_LAUNCHED("norm_bwd row kernel");
+    return finish_partials(ctx, a, grid, pg, pb);
 }
 
 /* Plain row kernel.  With columns: a persistent grid (register columns: as
@@ -842,19 +864,17 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         NF_TRY(balanced_grid(ctx, kernel, CTA, smem, groups, &grid));
     } else if (Cols::kOn) {
         /* persistent: as many CTAs as fit at once, so partial rows stay few */
-        int per_sm = 0;
-        NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CTA, 0));
-        const int64_t resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
+        int64_t resident;
+        NF_TRY(resident_ctas(ctx, kernel, CTA, 0, &resident));
         grid = groups < resident ? groups : resident;
     } else if (grid > INT32_MAX) {
         grid = INT32_MAX;
     }
-    float *pg = NULL, *pb = NULL;
     if (Cols::kOn)
-        NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
-    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
+        return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
+    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, nullptr, nullptr);
     NF_CUDA_LAUNCHED("norm_bwd_vec");
-    return Cols::kOn ? finish_partials(ctx, a, grid, pg, pb) : columns(ctx, a, slot);
+    return columns(ctx, a, slot);
 }
 
 /* Pipelined path: the next row's loads in registers, balanced persistent grid. */
@@ -869,11 +889,7 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     NF_TRY(columns_smem<Cols>(kernel, a, &smem));
     int64_t grid;
     NF_TRY(balanced_grid(ctx, kernel, CTA, smem, (a->M + ROWS - 1) / ROWS, &grid));
-    float *pg = NULL, *pb = NULL;
-    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
-    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
-    NF_CUDA_LAUNCHED("norm_bwd_pipe");
-    return finish_partials(ctx, a, grid, pg, pb);
+    return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
 }
 
 /* Staged path: rows through the shared-memory ring, balanced persistent grid
@@ -890,11 +906,7 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
     NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int64_t grid;
     NF_TRY(balanced_grid(ctx, kernel, CTA, smem, (a->M + ROWS - 1) / ROWS, &grid));
-    float *pg = NULL, *pb = NULL;
-    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
-    kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
-    NF_CUDA_LAUNCHED("norm_bwd_staged");
-    return finish_partials(ctx, a, grid, pg, pb);
+    return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
 }
 
 /*

@@ -5,12 +5,16 @@
  * times with events around the launch alone; before each timed launch L2
  * (60 MB on the H200) is flushed through a 256 MiB buffer so the inputs come
  * from HBM.  The median is reported.  Two flushes (--flush):
- *   write  the buffer is rewritten (cudaMemset, the common method): L2 is
- *          left holding up to 60 MB of the flush's dirty lines, which the
- *          timed launch then writes back to HBM as it evicts them;
- *   read   the buffer is read (nf_ref_read_sweep): the previous launch's
- *          dirty lines are written back during the flush and L2 is left
- *          clean, so the timed launch moves only its own bytes.  The two ceilings, copy bandwidth
+ *   read   (default) the buffer is read (nf_ref_read_sweep): the previous
+ *          launch's dirty lines are written back during the flush and L2 is
+ *          left clean, so the timed launch moves only its own bytes;
+ *   write  the buffer is rewritten (cudaMemset, the common method, and this
+ *          tool's before 2026-11-29): every timed launch came out 3-7 us
+ *          slower, whatever its size (reports/h200/ab_flush: LayerNorm
+ *          forward 72 vs 67.5 us at M n = 2^26, 264 vs 260 at 2^28), while
+ *          Nsight Compute, which serialises the launches, shows the launch
+ *          itself writing only its own bytes; the memset's writes still
+ *          draining to HBM when the launch starts fit both.  The two ceilings, copy bandwidth
  * (a 1 GiB device-to-device copy, bytes read + written) and the cuBLASLt
  * bf16 rate (8192^3), are measured in the same run, and each case's
  * roofline time is max(flops / peak, bytes / copy_bw).
@@ -63,7 +67,7 @@ typedef struct bench {
     double copy_bw_tbs, mm_peak_tflops;
     const char *ops, *impls; /* --op / --impl: comma lists of the cases to run, NULL = all */
     const char *variant;     /* the kernel variant the next cases run (recorded), or NULL */
-    int flush_read;          /* --flush read: flush by reading, L2 left clean */
+    int flush_read;          /* --flush read (default): flush by reading, L2 left clean */
     unsigned *sink;          /* the read sweep's never-written word */
 } bench;
 
@@ -717,15 +721,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: normfuse bench [--grid LIST] [--op LIST] [--impl LIST] [--quick] [--reps N]\n"
-            "                      [--flush write|read] [--json FILE] [--markdown FILE] [--device N] [--seed S]\n"
+            "                      [--flush read|write] [--json FILE] [--markdown FILE] [--device N] [--seed S]\n"
             "  --grid   comma list of norm, prenorm, postnorm, attention, all (default all)\n"
             "  --quick  first shape of each grid, forward ops only (a smoke run)\n"
             "  --op     comma list: only these ops (rmsnorm_bwd, gemm, prenorm_fwd, ...); the\n"
             "           pre-norm summary needs prenorm_fwd, gemm and rmsnorm_fwd\n"
             "  --impl   comma list: only these impls (ref, vendor, fused, cublaslt)\n"
             "  --reps   timed repetitions per case, median reported (default 30)\n"
-            "  --flush  write (default) or read: how L2 is flushed before each timed launch;\n"
-            "           write leaves the flush's dirty lines for the launch to write back\n"
+            "  --flush  read (default) or write: how L2 is flushed before each timed launch, by\n"
+            "           reading 256 MiB (L2 left clean) or rewriting it (the flush's writes\n"
+            "           overlap the timed launch)\n"
             "  --json   write the cases as JSON (schema in README.md)\n"
             "  --markdown  write a markdown summary (pre-norm goals, every case)\n");
 }
@@ -747,7 +752,7 @@ int nf_cmd_bench(int argc, char **argv)
     const char *grids = "all", *json_path = NULL, *md_path = NULL;
     FILE *json = NULL;
     int quick = 0, device = 0, c;
-    bench b = {.reps = 30, .warmup = 3};
+    bench b = {.reps = 30, .warmup = 3, .flush_read = 1};
     uint64_t seed = 20261129;
     while ((c = getopt_long(argc, argv, "g:qr:j:d:s:m:o:i:f:h", opts, NULL)) != -1) {
         switch (c) {

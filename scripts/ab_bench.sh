@@ -39,19 +39,11 @@ status=0
 if [ -n "${NF_AB_CHECKS:-}" ]; then
   log="$out/ab_check.log"
   report_header "$log" "under each of $var=$values: normfuse check CASE --seed S for CASE in: $NF_AB_CHECKS"
-  IFS=';' read -r -a cases <<< "$NF_AB_CHECKS"
   for v in "${vals[@]}"; do
-    for i in "${!cases[@]}"; do
-      seed=$((20261129 + 7919 * i))
-      echo "== $var=$v normfuse check ${cases[$i]} --seed $seed" >> "$log"
-      rc=0
-      # shellcheck disable=SC2086
-      env "$var=$v" "$cli" check ${cases[$i]} --seed "$seed" >> "$log" 2>&1 || rc=$?
-      [ "$rc" = 77 ] && { echo "ab_bench: no GPU visible" >&2; exit 77; }
-      r=pass
-      if [ "$rc" != 0 ]; then r="FAIL (exit $rc)"; status=1; fi
-      echo "$var=$v check ${cases[$i]} --seed $seed: $r" | tee -a "$log"
-    done
+    rc=0
+    ab_checks "$log" "$var=$v" "$cli" "$var=$v" || rc=$?
+    [ "$rc" = 77 ] && { echo "ab_bench: no GPU visible" >&2; exit 77; }
+    [ "$rc" = 0 ] || status=1
   done
 fi
 

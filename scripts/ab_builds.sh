@@ -9,13 +9,15 @@
 # that drift between runs shows; compare.txt is scripts/bench_compare.py over
 # the four runs.  Use it where a switch inside one build (ab_bench.sh) would
 # change the code being compared.  NF_COMMIT names "new"; NF_BASE names
-# "base" (default: "NF_COMMIT with BASEDIR's files").
-# Exit: 0, 1 when a build or a bench run failed, 2 on usage, 77 without a GPU.
+# "base" (default: "NF_COMMIT with BASEDIR's files").  NF_AB_CHECKS: `normfuse
+# check` cases, separated by ';', run by both builds before anything is timed
+# (ab_check.log; see ab_checks in gpu_env.sh).
+# Exit: 0, 1 when a build, a check or a bench run failed, 2 on usage, 77 without a GPU.
 #
 #   NF_COMMIT=315735d NF_BASE="315735d with its parent's ref/" \
 #     scripts/ab_builds.sh out/ab_norm_bar base/ --grid norm --impl ref
 set -euo pipefail
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 if [ $# -lt 2 ] || ! [ -d "$2" ]; then usage; fi
 # shellcheck source=scripts/gpu_env.sh
 . "$(dirname "$0")/gpu_env.sh"
@@ -35,6 +37,17 @@ NF_COMMIT="$base_commit" "$base_tree/scripts/gpu_suite.sh" build "$out/base" > /
   { echo "ab_builds: build of the base failed (see $out/base/build.log)" >&2; exit 1; }
 
 status=0
+if [ -n "${NF_AB_CHECKS:-}" ]; then
+  log="$out/ab_check.log"
+  report_header "$log" "with each build (base: $base_commit): normfuse check CASE --seed S for CASE in: $NF_AB_CHECKS"
+  for v in base new; do
+    if [ "$v" = base ]; then cli="$base_tree/build/cli/normfuse"; else cli="$build/cli/normfuse"; fi
+    rc=0
+    ab_checks "$log" "$v" "$cli" || rc=$?
+    [ "$rc" = 77 ] && { echo "ab_builds: no GPU visible" >&2; exit 77; }
+    [ "$rc" = 0 ] || status=1
+  done
+fi
 runs=()
 for rep in 1 2; do
   for v in base new; do

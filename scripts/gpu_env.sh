@@ -3,7 +3,8 @@
 # the environment of a GPU host run and the header every log starts with.
 #
 # Sets: root, build, cmake_args (the offline prefix when .gpu-deps is used),
-# PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND.
+# PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND and
+# ab_checks LOG LABEL CLI [VAR=VALUE].
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,4 +31,31 @@ fi
 report_header() { # file command
   printf '# %s\n# date: %s\n# gpu: %s\n# commit: %s\n# command: %s\n\n' "$(basename "$1")" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$report_gpu" "$report_commit" "$2" > "$1"
+}
+
+# ab_checks LOG LABEL CLI [VAR=VALUE]: the `normfuse check` cases of
+# NF_AB_CHECKS (';'-separated argument lists) run by CLI, under VAR=VALUE when
+# given, each with its own seed (the same per case whatever the build or
+# value), appended to LOG with a verdict line each, also printed.  Returns 0,
+# 1 when a case failed, 77 without a GPU.  The A/B scripts run it before
+# anything is timed, so that a variant that is fast because it is wrong shows.
+ab_checks() {
+  local log="$1" label="$2" cli="$3" assign="${4:-}" status=0 i rc seed
+  local -a cases
+  IFS=';' read -r -a cases <<< "${NF_AB_CHECKS:-}"
+  for i in "${!cases[@]}"; do
+    seed=$((20261129 + 7919 * i))
+    echo "== $label normfuse check ${cases[$i]} --seed $seed" >> "$log"
+    rc=0
+    # shellcheck disable=SC2086  # a case is a list of arguments
+    env ${assign:+"$assign"} "$cli" check ${cases[$i]} --seed "$seed" >> "$log" 2>&1 || rc=$?
+    [ "$rc" = 77 ] && return 77
+    if [ "$rc" = 0 ]; then
+      echo "$label check ${cases[$i]} --seed $seed: pass" | tee -a "$log"
+    else
+      echo "$label check ${cases[$i]} --seed $seed: FAIL (exit $rc)" | tee -a "$log"
+      status=1
+    fi
+  done
+  return $status
 }

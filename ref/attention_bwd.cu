@@ -77,38 +77,29 @@ dq_kernel(const BwdParams p)
     const int64_t items = (int64_t)p.B * p.n_tiles * p.H;
 
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const int h = (int)(item % p.H);
-        const int64_t tile = (item / p.H) % p.n_tiles, b = item / p.H / p.n_tiles;
-        const Seq sq = seq_of(p.offsets_q, p.offsets_k, b);
-        if (tile * kRows >= sq.Lq)
+        const Item it = item_of(item, p.H, p.n_tiles, p.offsets_q, p.offsets_k);
+        const int h = it.h;
+        const Seq &sq = it.sq;
+        if (it.tile * kRows >= sq.Lq)
             continue;
-        const int i = (int)(tile * kRows) + warp;
-        const bool valid = i < sq.Lq;
-        const int jlim = valid ? key_limit(p.causal, i, sq.Lq, sq.Lk) : 0;
-        const int last = (int)min((int64_t)sq.Lq - 1, tile * kRows + kRows - 1);
-        const int kmax = key_limit(p.causal, last, sq.Lq, sq.Lk);
-        const int64_t tq = sq.q0 + i;
+        const QueryRows q = query_rows(p.causal, it.tile, warp, sq);
+        const int jlim = q.jlim;
+        const bool valid = q.valid;
+        const int64_t tq = sq.q0 + q.i;
         const float lse = (valid && softmax) ? p.lse[(int64_t)h * p.Tq + tq] : 0.0f;
         const float delta = (valid && softmax) ? p.delta[(int64_t)h * p.Tq + tq] : 0.0f;
 
         __syncthreads();
-        for (int d = lane; d < D; d += NF_WARP) {
-            qs[warp * D + d] = valid ? nf_ld(p.Qn, tq * p.ldqn + (int64_t)h * D + d) : 0.0f;
-            dos[warp * D + d] = valid ? nf_ld(p.dO, tq * p.lddo + (int64_t)h * D + d) : 0.0f;
-        }
+        load_head_row(qs + warp * D, p.Qn, p.ldqn, tq, h, D, valid, lane);
+        load_head_row(dos + warp * D, p.dO, p.lddo, tq, h, D, valid, lane);
         float acc[kMaxDPerLane];
 #pragma unroll
         for (int c = 0; c < kMaxDPerLane; ++c)
             acc[c] = 0.0f;
 
-        for (int kt = 0; kt < kmax; kt += kTile) {
+        for (int kt = 0; kt < q.kmax; kt += kTile) {
             __syncthreads();
-            for (int e = threadIdx.x; e < kTile * D; e += kThreads) {
-                const int jj = e / D, d = e % D, j = kt + jj;
-                const bool in = j < sq.Lk;
-                Ks[jj * DS + d] = in ? nf_ld(p.K, (sq.k0 + j) * p.ldk + (int64_t)h * D + d) : 0.0f;
-                Vs[jj * DS + d] = in ? nf_ld(p.V, (sq.k0 + j) * p.ldv + (int64_t)h * D + d) : 0.0f;
-            }
+            load_head_tiles(Ks, DS, p.K, p.ldk, Vs, DS, p.V, p.ldv, sq.k0, kt, sq.Lk, h, D);
             __syncthreads();
             if (!valid)
                 continue;
@@ -163,9 +154,10 @@ dkv_kernel(const BwdParams p)
     const int64_t items = (int64_t)p.B * p.n_tiles * p.H;
 
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const int h = (int)(item % p.H);
-        const int64_t tile = (item / p.H) % p.n_tiles, b = item / p.H / p.n_tiles;
-        const Seq sq = seq_of(p.offsets_q, p.offsets_k, b);
+        const Item itm = item_of(item, p.H, p.n_tiles, p.offsets_q, p.offsets_k);
+        const int h = itm.h;
+        const int64_t tile = itm.tile;
+        const Seq &sq = itm.sq;
         if (tile * kRows >= sq.Lk)
             continue;
         const int j = (int)(tile * kRows) + warp; /* this warp's key */
@@ -179,10 +171,8 @@ dkv_kernel(const BwdParams p)
         const int imin_own = p.causal ? j - shift : 0;
 
         __syncthreads();
-        for (int d = lane; d < D; d += NF_WARP) {
-            ks[warp * D + d] = valid ? nf_ld(p.K, tk * p.ldk + (int64_t)h * D + d) : 0.0f;
-            vs[warp * D + d] = valid ? nf_ld(p.V, tk * p.ldv + (int64_t)h * D + d) : 0.0f;
-        }
+        load_head_row(ks + warp * D, p.K, p.ldk, tk, h, D, valid, lane);
+        load_head_row(vs + warp * D, p.V, p.ldv, tk, h, D, valid, lane);
         float dk[kMaxDPerLane], dv[kMaxDPerLane];
 #pragma unroll
         for (int c = 0; c < kMaxDPerLane; ++c)
@@ -190,12 +180,7 @@ dkv_kernel(const BwdParams p)
 
         for (int it = i_start; it < sq.Lq; it += kTile) {
             __syncthreads();
-            for (int e = threadIdx.x; e < kTile * D; e += kThreads) {
-                const int ii = e / D, d = e % D, i = it + ii;
-                const bool in = i < sq.Lq;
-                Qs[ii * DS + d] = in ? nf_ld(p.Qn, (sq.q0 + i) * p.ldqn + (int64_t)h * D + d) : 0.0f;
-                dOs[ii * DS + d] = in ? nf_ld(p.dO, (sq.q0 + i) * p.lddo + (int64_t)h * D + d) : 0.0f;
-            }
+            load_head_tiles(Qs, DS, p.Qn, p.ldqn, dOs, DS, p.dO, p.lddo, sq.q0, it, sq.Lq, h, D);
             if (softmax && threadIdx.x < kTile) {
                 const int i = it + threadIdx.x;
                 const bool in = i < sq.Lq;

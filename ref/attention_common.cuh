@@ -1,7 +1,8 @@
 /*
  * attention_common.cuh — what the reference attention kernels share:
  * activations and their derivatives, the bottom-right causal mask, the
- * jagged-batch work decomposition, and the tile sizes.
+ * jagged-batch work decomposition, the tile sizes and the loads of heads
+ * into shared memory.
  *
  *   act(S):  softmax (row-wise, in the kernels), gelu(x) = x Phi(x),
  *            gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
@@ -82,6 +83,66 @@ __device__ __forceinline__ int key_limit(int causal, int i, int Lq, int Lk)
         return Lk;
     const int64_t lim = (int64_t)i + Lk - Lq + 1;
     return lim < 0 ? 0 : lim > Lk ? Lk : (int)lim;
+}
+
+/* Work item `item` of a kernel whose CTA owns kRows consecutive rows (queries,
+ * or keys) of one (sequence, head): items run head-fastest, then tile, then
+ * sequence, strided over a bounded grid. */
+struct Item {
+    int h;
+    int64_t tile;
+    Seq sq;
+};
+__device__ __forceinline__ Item item_of(int64_t item, int H, int64_t n_tiles, const int32_t *offsets_q,
+                                        const int32_t *offsets_k)
+{
+    Item it;
+    it.h = (int)(item % H);
+    it.tile = (item / H) % n_tiles;
+    it.sq = seq_of(offsets_q, offsets_k, item / H / n_tiles);
+    return it;
+}
+
+/* A query tile: this warp's query i (valid when i < Lq), the first key it
+ * cannot see (jlim; 0 when invalid) and the first key no warp of the CTA sees
+ * (kmax).  The caller skips tiles with tile kRows >= Lq. */
+struct QueryRows {
+    int i, jlim, kmax;
+    bool valid;
+};
+__device__ __forceinline__ QueryRows query_rows(int causal, int64_t tile, int warp, const Seq &sq)
+{
+    QueryRows q;
+    q.i = (int)(tile * kRows) + warp;
+    q.valid = q.i < sq.Lq;
+    q.jlim = q.valid ? key_limit(causal, q.i, sq.Lq, sq.Lk) : 0;
+    const int last = (int)min((int64_t)sq.Lq - 1, tile * kRows + kRows - 1);
+    q.kmax = key_limit(causal, last, sq.Lq, sq.Lk);
+    return q;
+}
+
+/* dst[d] = X[row, h D + d] as fp32 for d < D, by the calling warp; zeros when
+ * !valid.  X is [rows, H D] bf16 with leading dimension ldx. */
+__device__ __forceinline__ void load_head_row(float *dst, const nf_bf16 *X, int64_t ldx, int64_t row, int h,
+                                              int D, bool valid, int lane)
+{
+    for (int d = lane; d < D; d += NF_WARP)
+        dst[d] = valid ? nf_ld(X, row * ldx + (int64_t)h * D + d) : 0.0f;
+}
+
+/* Rows base + r0 .. base + r0 + kTile - 1 of head h of two such tensors, by
+ * the whole CTA, into fp32 shared tiles a (row stride sa) and b (stride sb);
+ * rows r0 + rr >= count give zeros. */
+__device__ __forceinline__ void load_head_tiles(float *a, int sa, const nf_bf16 *A, int64_t lda, float *b,
+                                                int sb, const nf_bf16 *B, int64_t ldb, int64_t base, int r0,
+                                                int count, int h, int D)
+{
+    for (int e = threadIdx.x; e < kTile * D; e += kThreads) {
+        const int rr = e / D, d = e % D, r = r0 + rr;
+        const bool in = r < count;
+        a[rr * sa + d] = in ? nf_ld(A, (base + r) * lda + (int64_t)h * D + d) : 0.0f;
+        b[rr * sb + d] = in ? nf_ld(B, (base + r) * ldb + (int64_t)h * D + d) : 0.0f;
+    }
 }
 
 } // namespace nfattn

@@ -53,35 +53,26 @@ attention_fwd_kernel(const FwdParams p)
     const int64_t items = (int64_t)p.B * p.n_qtiles * p.H;
 
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const int h = (int)(item % p.H);
-        const int64_t tile = (item / p.H) % p.n_qtiles, b = item / p.H / p.n_qtiles;
-        const Seq sq = seq_of(p.offsets_q, p.offsets_k, b);
-        if (tile * kRows >= sq.Lq)
+        const Item it = item_of(item, p.H, p.n_qtiles, p.offsets_q, p.offsets_k);
+        const int h = it.h;
+        const Seq &sq = it.sq;
+        if (it.tile * kRows >= sq.Lq)
             continue; /* uniform over the CTA */
-        const int i = (int)(tile * kRows) + warp; /* this warp's query, local index */
-        const bool valid = i < sq.Lq;
-        const int jlim = valid ? key_limit(p.causal, i, sq.Lq, sq.Lk) : 0;
-        /* keys any warp of the CTA can see */
-        const int last = (int)min((int64_t)sq.Lq - 1, tile * kRows + kRows - 1);
-        const int kmax = key_limit(p.causal, last, sq.Lq, sq.Lk);
+        const QueryRows q = query_rows(p.causal, it.tile, warp, sq); /* this warp's query */
+        const int i = q.i, jlim = q.jlim;
+        const bool valid = q.valid;
 
         __syncthreads(); /* the previous item may still read qs */
-        for (int d = lane; d < D; d += NF_WARP)
-            qs[warp * D + d] = valid ? nf_ld(p.Qn, (sq.q0 + i) * p.ldqn + (int64_t)h * D + d) : 0.0f;
+        load_head_row(qs + warp * D, p.Qn, p.ldqn, sq.q0 + i, h, D, valid, lane);
 
         float m = -INFINITY, l = 0.0f, acc[kMaxDPerLane];
 #pragma unroll
         for (int c = 0; c < kMaxDPerLane; ++c)
             acc[c] = 0.0f;
 
-        for (int kt = 0; kt < kmax; kt += kTile) {
+        for (int kt = 0; kt < q.kmax; kt += kTile) {
             __syncthreads();
-            for (int e = threadIdx.x; e < kTile * D; e += kThreads) {
-                const int jj = e / D, d = e % D, j = kt + jj;
-                const bool in = j < sq.Lk;
-                Ks[jj * DS + d] = in ? nf_ld(p.K, (sq.k0 + j) * p.ldk + (int64_t)h * D + d) : 0.0f;
-                Vs[jj * D + d] = in ? nf_ld(p.V, (sq.k0 + j) * p.ldv + (int64_t)h * D + d) : 0.0f;
-            }
+            load_head_tiles(Ks, DS, p.K, p.ldk, Vs, D, p.V, p.ldv, sq.k0, kt, sq.Lk, h, D);
             __syncthreads();
             if (!valid)
                 continue;

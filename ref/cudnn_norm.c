@@ -173,6 +173,8 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
 #define B_TRY(expr) do { s = (expr); if (s != NF_OK) goto fail; } while (0)
 #define BD_TRY(call) do { cudnnStatus_t d_ = (call); if (d_ != CUDNN_STATUS_SUCCESS) { \
         s = nf_fail(dnn_status(d_), NF_HERE, "%s: %s", #call, cudnnGetErrorString(d_)); goto fail; } } while (0)
+/* the op's tensor attribute `attr` is descriptor d */
+#define BD_DESC(attr, d) BD_TRY(cudnnBackendSetAttribute(op, attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &(d)))
     B_TRY(add_tensor(&g, &x, UID_X, CUDNN_DATA_BFLOAT16, k->M, k->n, k->align_in, 0));
     B_TRY(add_tensor(&g, &rstd, UID_RSTD, CUDNN_DATA_FLOAT, k->M, 1, 16, 0));
     if (ln)
@@ -188,15 +190,15 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
         BD_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR, &op));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, 1, &phase));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_FWD_XDESC, x);
         if (ln)
-            BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mean));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rstd));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &scale));
+            BD_DESC(CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC, mean);
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC, rstd);
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC, scale);
         if (ln)
-            BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bias));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &eps));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+            BD_DESC(CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC, bias);
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC, eps);
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_FWD_YDESC, y);
     } else {
         B_TRY(add_tensor(&g, &dy, UID_DY, CUDNN_DATA_BFLOAT16, k->M, k->n, k->align_dy, 0));
         B_TRY(add_tensor(&g, &y, UID_DX, CUDNN_DATA_BFLOAT16, k->M, k->n, k->align_out, 0));
@@ -205,16 +207,16 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
             B_TRY(add_tensor(&g, &dbias, UID_DBIAS, CUDNN_DATA_FLOAT, 1, k->n, 16, 0));
         BD_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR, &op));
         BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_BWD_XDESC, x);
         if (ln)
-            BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mean));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rstd));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &dy));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &scale));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &dscale));
+            BD_DESC(CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC, mean);
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC, rstd);
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC, dy);
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC, scale);
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC, dscale);
         if (ln)
-            BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &dbias));
-        BD_TRY(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+            BD_DESC(CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC, dbias);
+        BD_DESC(CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC, y);
     }
     BD_TRY(cudnnBackendFinalize(op));
     BD_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));
@@ -247,6 +249,7 @@ fail:
     return s;
 #undef B_TRY
 #undef BD_TRY
+#undef BD_DESC
 }
 
 static nf_status get_plan(const plan_key *k, plan_entry **out)

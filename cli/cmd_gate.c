@@ -4,8 +4,8 @@
  *   1. CPU checks (any machine): fast oracle vs MPFR, budget and compare sanity
  *   2. the property suite, in-process through the registry (harness/props.h)
  *   3. a time-boxed fuzz (--seconds, default 120) over the fuzzer's shapes
- * Writes junit.xml, gate.json, gate.md and fuzz.jsonl into --out (default
- * reports/gate-<UTC date>).  Without a CUDA device, 2 and 3 are reported as
+ * Writes junit.xml, gate.json, gate.md and fuzz.jsonl (this run's cases only)
+ * into --out (default reports/gate-<UTC date>).  Without a CUDA device, 2 and 3 are reported as
  * "SKIPPED (no CUDA device): ..." and the exit status covers what ran.
  * Exit: 0 when everything that ran passed, 1 on any violation, 2 on usage.
  */
@@ -128,6 +128,16 @@ int nf_cmd_gate(int argc, char **argv)
         fprintf(stderr, "normfuse gate: cannot create %s\n", out);
         return 2;
     }
+    /* The fuzz log appends (a campaign resumes); a gate is one run, so its
+     * folder starts with an empty log instead of holding an earlier gate's. */
+    char jsonl[1200];
+    snprintf(jsonl, sizeof jsonl, "%s/fuzz.jsonl", out);
+    FILE *fresh = fopen(jsonl, "w");
+    if (!fresh) {
+        fprintf(stderr, "normfuse gate: cannot write %s\n", jsonl);
+        return 2;
+    }
+    fclose(fresh);
     printf("normfuse gate: seed %llu (NF_SEED overrides), %d seeds per case, GPU: %s, out: %s\n",
            (unsigned long long)seed, nseeds, ri.gpu, out);
     nf_prop_log log = {.echo = stdout};
@@ -151,8 +161,6 @@ int nf_cmd_gate(int argc, char **argv)
             if (!only || !strcmp(only, nf_properties[i].name))
                 failures += nf_properties[i].run(&env, &log);
         if (seconds > 0 && !only) {
-            char jsonl[1200];
-            snprintf(jsonl, sizeof jsonl, "%s/fuzz.jsonl", out);
             nf_fuzz_run_opts fo;
             memset(&fo, 0, sizeof fo);
             nf_fuzz_cfg_default(&fo.cfg, seed);

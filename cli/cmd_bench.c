@@ -9,15 +9,15 @@
  *          launch's dirty lines are written back during the flush and L2 is
  *          left clean, so the timed launch moves only its own bytes;
  *   write  the buffer is rewritten (cudaMemset, the common method, and this
- *          tool's before 2026-11-29): every timed launch came out 3-7 us
- *          slower, whatever its size (reports/h200/ab_flush: LayerNorm
- *          forward 72 vs 67.5 us at M n = 2^26, 264 vs 260 at 2^28), while
- *          Nsight Compute, which serialises the launches, shows the launch
- *          itself writing only its own bytes; the memset's writes still
- *          draining to HBM when the launch starts fit both.  The two ceilings, copy bandwidth
- * (a 1 GiB device-to-device copy, bytes read + written) and the cuBLASLt
- * bf16 rate (8192^3), are measured in the same run, and each case's
- * roofline time is max(flops / peak, bytes / copy_bw).
+ *          tool's until 40f8239): every timed launch came out 3-7 us slower,
+ *          whatever its size (reports/h200/ab_flush: LayerNorm forward 72
+ *          vs 67.5 us at M n = 2^26, 264 vs 260 at 2^28), while Nsight
+ *          Compute, which serialises the launches, shows the launch itself
+ *          writing only its own bytes; the memset's writes still draining to
+ *          HBM when the launch starts fit both.
+ * The two ceilings, copy bandwidth (a 1 GiB device-to-device copy, bytes
+ * read + written) and the cuBLASLt bf16 rate (8192^3), are measured in the
+ * same run, and each case's roofline time is max(flops / peak, bytes / copy_bw).
  *
  * For the pre-norm grid each shape is timed four ways: the fused kernel,
  * the unfused pipeline (ref RMSNorm, then cuBLASLt), cuBLASLt alone and the
@@ -47,8 +47,8 @@
 
 enum {
     FLUSH_BYTES = 256u << 20,  /* > 4x the H200's 60 MB L2 */
-    FLUSH_FILL = 0x5a,         /* the read flush's buffer, every byte: */
-    FLUSH_NEVER = 1,           /* ... so every xor of an even count of its words is 0, never this */
+    FLUSH_FILL = 0x5a,         /* every byte of the read flush's buffer, so the xor of the */
+    FLUSH_NEVER = 1,           /* four equal words of a 16-byte load is 0, never this */
     HOST_BLOCK_ELEMS = 1u << 26 /* 128 MiB of random bf16 generated on the host */
 };
 static const size_t POOL_ELEMS = (size_t)1 << 30; /* 2 GiB of inputs */

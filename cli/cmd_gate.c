@@ -4,9 +4,10 @@
  *   1. CPU checks (any machine): fast oracle vs MPFR, budget and compare sanity
  *   2. the property suite, in-process through the registry (harness/props.h)
  *   3. a time-boxed fuzz (--seconds, default 120) over the fuzzer's shapes
- * Writes junit.xml, gate.json, gate.md and fuzz.jsonl (this run's cases only)
- * into --out (default reports/gate-<UTC date>).  Without a CUDA device, 2 and 3 are reported as
- * "SKIPPED (no CUDA device): ..." and the exit status covers what ran.
+ * Writes junit.xml, gate.json, gate.md and fuzz.jsonl (this run's cases
+ * only) into --out (default reports/gate-<UTC date>).  Without a CUDA device,
+ * 2 and 3 are reported as "SKIPPED (no CUDA device): ..." and the exit status
+ * covers what ran.
  * Exit: 0 when everything that ran passed, 1 on any violation, 2 on usage.
  */
 #define _POSIX_C_SOURCE 200809L

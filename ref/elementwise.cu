@@ -95,9 +95,9 @@ __global__ void to_f32_kernel(const nf_bf16 *in, int64_t n, float fill, float *o
         out[j] = in ? nf_ld(in, j) : fill;
 }
 
-/* Reads every 16 bytes of buf and writes nothing unless the xor of all it
- * read equals `never` (the store keeps the loads alive; the caller passes a
- * value the buffer's fill cannot produce, so no line is dirtied). */
+/* Reads every 16 bytes of buf; a thread writes *sink only if the xor of the
+ * words it read equals `never` (the store keeps the loads alive; the caller
+ * passes a value the buffer's contents cannot produce, so no line is dirtied). */
 __global__ void read_sweep_kernel(const uint4 *buf, int64_t count, unsigned never, unsigned *sink)
 {
     unsigned acc = 0;

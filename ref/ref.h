@@ -68,8 +68,9 @@ nf_status nf_ref_bf16_to_f32(nf_context *ctx, const nf_bf16 *in, int64_t n, floa
 /* out_j = bf16(in_j). */
 nf_status nf_ref_f32_to_bf16(nf_context *ctx, const float *in, int64_t n, nf_bf16 *out);
 /* Reads the first bytes / 16 * 16 bytes of buf (16-byte aligned) and dirties
- * nothing: *sink is written only if the xor of every 32-bit word read equals
- * `never`.  The bench's clean L2 flush. */
+ * nothing: a thread writes *sink only if the xor of the 32-bit words it read
+ * equals `never`, which the caller picks so that the buffer cannot produce it.
+ * The bench's clean L2 flush. */
 nf_status nf_ref_read_sweep(nf_context *ctx, const void *buf, size_t bytes, unsigned never, unsigned *sink);
 
 #ifdef __cplusplus

@@ -9,9 +9,9 @@
  *          launch's dirty lines are written back during the flush and L2 is
  *          left clean, so the timed launch moves only its own bytes;
  *   write  the buffer is rewritten (cudaMemset, the common method, and this
- *          tool's until 40f8239): every timed launch came out 3-7 us slower,
- *          whatever its size (reports/h200/ab_flush: LayerNorm forward 72
- *          vs 67.5 us at M n = 2^26, 264 vs 260 at 2^28), while Nsight
+ *          tool's until 40f8239): most timed launches came out 2.5-7 us
+ *          slower, at either size (reports/h200/ab_flush: LayerNorm forward
+ *          72 vs 67.5 us at M n = 2^26, 264 vs 260 at 2^28), while Nsight
  *          Compute, which serialises the launches, shows the launch itself
  *          writing only its own bytes; the memset's writes still draining to
  *          HBM when the launch starts fit both.

@@ -4,7 +4,7 @@
 # the commit and the command that made it).
 #
 #   STEPS: comma list of  build, tests, sass, bench, quickbench, torch, gate, fuzz,
-#          report  (default build,tests,bench,gate)
+#          report, profile  (default build,tests,bench,gate)
 #
 # The environment (offline dependencies, PATH) and the log header come from
 # scripts/gpu_env.sh; NF_COMMIT names the tree when its git metadata cannot.
@@ -48,6 +48,26 @@ if has bench; then
   header "$out/bench.log" "normfuse bench --json bench.json --markdown bench.md"
   "$build/cli/normfuse" bench --json "$out/bench.json" --markdown "$out/bench.md" >> "$out/bench.log" 2>&1 || echo "gpu_suite: bench failed"
   grep -E "=>|ceilings|ERR" "$out/bench.log" | tail -40
+fi
+if has profile; then
+  # Nsight Compute over a bench run (NF_PROFILE_ARGS: the bench's options;
+  # NF_PROFILE_KERNELS: a kernel-name regex, default every kernel): per launch
+  # the duration, the SMs' active cycles (min/avg/max) and the DRAM bytes, with
+  # clocks and caches left as the bench has them, so the durations are the
+  # bench's kernels'; profile.txt summarises each case (scripts/ncu_summary.py).
+  bench_args="${NF_PROFILE_ARGS:---grid norm --op rmsnorm_bwd,layernorm_bwd --impl ref,vendor --reps 2}"
+  metrics=gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max
+  metrics+=,dram__bytes_read.sum,dram__bytes_write.sum
+  ncu_args=(--clock-control none --cache-control none --metrics "$metrics" --csv --page raw)
+  [ -n "${NF_PROFILE_KERNELS:-}" ] && ncu_args+=(-k "regex:$NF_PROFILE_KERNELS")
+  header "$out/profile.log" "ncu ${ncu_args[*]} --log-file profile.csv normfuse bench $bench_args"
+  # shellcheck disable=SC2086  # the bench's options are a list
+  ncu "${ncu_args[@]}" --log-file "$out/profile.csv" "$build/cli/normfuse" bench $bench_args \
+    >> "$out/profile.log" 2>&1 || echo "gpu_suite: profile failed (see profile.log)"
+  header "$out/profile.txt" "scripts/ncu_summary.py profile.csv"
+  python3 "$root/scripts/ncu_summary.py" "$out/profile.csv" >> "$out/profile.txt" ||
+    echo "gpu_suite: no profile to summarise"
+  head -30 "$out/profile.txt"
 fi
 if has torch; then
   header "$out/torch.log" "python3 scripts/torch_baseline.py --json torch.json ${NF_TORCH_ARGS:-}"

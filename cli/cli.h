@@ -5,6 +5,7 @@
 #ifndef NF_CLI_H
 #define NF_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include <cuda_runtime_api.h>
@@ -20,6 +21,17 @@ int nf_cmd_gate(int argc, char **argv);
 int nf_cmd_check(int argc, char **argv);
 int nf_cmd_report(int argc, char **argv);
 int nf_cmd_fuzz(int argc, char **argv);
+
+/* Option values, strictly (args.c): the whole text must be one number of the
+ * type within [lo, hi]; otherwise "normfuse CMD: OPT: 'TEXT' is not ..." goes
+ * to stderr and the call returns -1 (the command then exits 2).  Seeds are
+ * unsigned 64-bit, decimal or 0x hex; nf_arg_seed reads NF_SEED when it is
+ * set, else gives `fallback`. */
+int nf_arg_i64(const char *cmd, const char *opt, const char *text, int64_t lo, int64_t hi, int64_t *out);
+int nf_arg_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out);
+int nf_arg_u64(const char *cmd, const char *opt, const char *text, uint64_t *out);
+int nf_arg_f64(const char *cmd, const char *opt, const char *text, double lo, double hi, double *out);
+int nf_arg_seed(const char *cmd, uint64_t fallback, uint64_t *out);
 
 /* Evaluate a CUDA runtime call; on failure print file:line and the error,
  * then `goto fail` in the calling function. */

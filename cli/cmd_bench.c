@@ -758,13 +758,22 @@ int nf_cmd_bench(int argc, char **argv)
         switch (c) {
         case 'g': grids = optarg; break;
         case 'q': quick = 1; break;
-        case 'r': b.reps = atoi(optarg); break;
+        case 'r':
+            if (nf_arg_int("bench", "--reps", optarg, 1, 1000000, &b.reps))
+                return 2;
+            break;
         case 'j': json_path = optarg; break;
         case 'm': md_path = optarg; break;
         case 'o': b.ops = optarg; break;
         case 'i': b.impls = optarg; break;
-        case 'd': device = atoi(optarg); break;
-        case 's': seed = strtoull(optarg, NULL, 0); break;
+        case 'd':
+            if (nf_arg_int("bench", "--device", optarg, 0, 1023, &device))
+                return 2;
+            break;
+        case 's':
+            if (nf_arg_u64("bench", "--seed", optarg, &seed))
+                return 2;
+            break;
         case 'f':
             if (strcmp(optarg, "read") && strcmp(optarg, "write")) {
                 fprintf(stderr, "normfuse bench: --flush must be read or write, not '%s'\n", optarg);
@@ -775,10 +784,6 @@ int nf_cmd_bench(int argc, char **argv)
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
-    }
-    if (b.reps < 1) {
-        fprintf(stderr, "normfuse bench: --reps must be >= 1\n");
-        return 2;
     }
     static const char *const known_ops[] = {"rmsnorm_fwd", "rmsnorm_bwd", "layernorm_fwd",
                                             "layernorm_bwd", "gemm", "prenorm_fwd", "prenorm_bwd",

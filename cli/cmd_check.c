@@ -47,7 +47,8 @@ int nf_cmd_check(int argc, char **argv)
     nf_case c;
     memset(&c, 0, sizeof c);
     c.op = NF_OP_COUNT;
-    c.seed = getenv("NF_SEED") ? strtoull(getenv("NF_SEED"), NULL, 0) : 1;
+    if (nf_arg_seed("check", 1, &c.seed))
+        return 2;
     c.has_g = 1;
     const char *impl = NULL, *shape = NULL;
     named_npy in[MAX_INPUTS];
@@ -59,22 +60,66 @@ int nf_cmd_check(int argc, char **argv)
         case 'o': if (nf_op_parse(optarg, &c.op)) goto usage; break;
         case 'i': impl = optarg; break;
         case 'S': shape = optarg; break;
-        case 'k': c.kind = !strcmp(optarg, "ln") ? NF_NORM_LAYER : NF_NORM_RMS; break;
-        case 'D': if (nf_dist_parse(optarg, &c.dist)) goto usage; break;
-        case 's': c.seed = strtoull(optarg, NULL, 0); break;
-        case 'e': c.eps = (float)atof(optarg); break;
-        case 'p': c.ld_pad = atoi(optarg); break;
-        case 'g': c.has_g = atoi(optarg); break;
-        case 'b': c.has_b = atoi(optarg); break;
-        case 'c': c.has_bias = atoi(optarg); break;
-        case 'R': c.has_residual = atoi(optarg); break;
-        case 'a': if (nf_activation_parse(optarg, &c.act)) goto usage; break;
-        case 'C': c.causal = atoi(optarg); break;
-        case 'K': c.separate_kv = atoi(optarg); break;
-        case 'O': ro.oracle = !strcmp(optarg, "mpfr") ? NF_ORACLE_MPFR : !strcmp(optarg, "fast") ? NF_ORACLE_FAST
-                                                                                                  : NF_ORACLE_AUTO;
+        case 'k':
+            if (strcmp(optarg, "ln") && strcmp(optarg, "rms")) {
+                fprintf(stderr, "normfuse check: --kind: '%s' is not rms or ln\n", optarg);
+                return 2;
+            }
+            c.kind = !strcmp(optarg, "ln") ? NF_NORM_LAYER : NF_NORM_RMS;
             break;
-        case 'd': device = atoi(optarg); break;
+        case 'D': if (nf_dist_parse(optarg, &c.dist)) goto usage; break;
+        case 's':
+            if (nf_arg_u64("check", "--seed", optarg, &c.seed))
+                return 2;
+            break;
+        case 'e': { /* any finite value: the op's own checks judge it */
+            double eps;
+            if (nf_arg_f64("check", "--eps", optarg, -3.4e38, 3.4e38, &eps))
+                return 2;
+            c.eps = (float)eps;
+            break;
+        }
+        case 'p':
+            if (nf_arg_int("check", "--pad", optarg, 0, 1 << 20, &c.ld_pad))
+                return 2;
+            break;
+        case 'g':
+            if (nf_arg_int("check", "--g", optarg, 0, 1, &c.has_g))
+                return 2;
+            break;
+        case 'b':
+            if (nf_arg_int("check", "--b", optarg, 0, 1, &c.has_b))
+                return 2;
+            break;
+        case 'c':
+            if (nf_arg_int("check", "--bias", optarg, 0, 1, &c.has_bias))
+                return 2;
+            break;
+        case 'R':
+            if (nf_arg_int("check", "--residual", optarg, 0, 1, &c.has_residual))
+                return 2;
+            break;
+        case 'a': if (nf_activation_parse(optarg, &c.act)) goto usage; break;
+        case 'C':
+            if (nf_arg_int("check", "--causal", optarg, 0, 1, &c.causal))
+                return 2;
+            break;
+        case 'K':
+            if (nf_arg_int("check", "--separate-kv", optarg, 0, 1, &c.separate_kv))
+                return 2;
+            break;
+        case 'O':
+            if (strcmp(optarg, "auto") && strcmp(optarg, "mpfr") && strcmp(optarg, "fast")) {
+                fprintf(stderr, "normfuse check: --oracle: '%s' is not auto, mpfr or fast\n", optarg);
+                return 2;
+            }
+            ro.oracle = !strcmp(optarg, "mpfr") ? NF_ORACLE_MPFR : !strcmp(optarg, "fast") ? NF_ORACLE_FAST
+                                                                                           : NF_ORACLE_AUTO;
+            break;
+        case 'd':
+            if (nf_arg_int("check", "--device", optarg, 0, 1023, &device))
+                return 2;
+            break;
         case 'n': {
             char *eq = strchr(optarg, '=');
             if (!eq || nin == MAX_INPUTS)

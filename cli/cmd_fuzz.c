@@ -42,10 +42,12 @@ int nf_cmd_fuzz(int argc, char **argv)
         {"no-shrink", no_argument, 0, 'x'},    {"device", required_argument, 0, 'd'},
         {"help", no_argument, 0, '?'},         {0, 0, 0, 0},
     };
-    const char *env_seed = getenv("NF_SEED");
+    uint64_t seed;
+    if (nf_arg_seed("fuzz", DEFAULT_SEED, &seed))
+        return 2;
     nf_fuzz_run_opts o;
     memset(&o, 0, sizeof o);
-    nf_fuzz_cfg_default(&o.cfg, env_seed ? strtoull(env_seed, NULL, 0) : DEFAULT_SEED);
+    nf_fuzz_cfg_default(&o.cfg, seed);
     o.only_case = -1;
     o.shrink = 1;
     o.out = stdout;
@@ -53,11 +55,26 @@ int nf_cmd_fuzz(int argc, char **argv)
     int device = -1, shard_given = 0;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (ch) {
-        case 's': o.cfg.seed = strtoull(optarg, NULL, 0); break;
-        case 'n': o.max_cases = atoll(optarg); break;
-        case 't': o.seconds = atof(optarg); break;
-        case 'c': o.only_case = atoll(optarg); break;
-        case 'f': o.first_case = atoll(optarg); break;
+        case 's':
+            if (nf_arg_u64("fuzz", "--seed", optarg, &o.cfg.seed))
+                return 2;
+            break;
+        case 'n':
+            if (nf_arg_i64("fuzz", "--cases", optarg, 0, INT64_MAX, &o.max_cases))
+                return 2;
+            break;
+        case 't':
+            if (nf_arg_f64("fuzz", "--seconds", optarg, 0.0, 1e9, &o.seconds))
+                return 2;
+            break;
+        case 'c':
+            if (nf_arg_i64("fuzz", "--case", optarg, 0, INT64_MAX, &o.only_case))
+                return 2;
+            break;
+        case 'f':
+            if (nf_arg_i64("fuzz", "--first", optarg, 0, INT64_MAX, &o.first_case))
+                return 2;
+            break;
         case 'o':
             if (o.cfg.nops >= NF_OP_COUNT || nf_op_parse(optarg, &o.cfg.ops[o.cfg.nops]) != 0) {
                 fprintf(stderr, "normfuse fuzz: unknown op '%s'\n", optarg);
@@ -67,7 +84,10 @@ int nf_cmd_fuzz(int argc, char **argv)
             break;
         case 'i': o.impl = optarg; break;
         case 'S': o.shape = optarg; break;
-        case 'm': o.cfg.max_elems = atoll(optarg); break;
+        case 'm':
+            if (nf_arg_i64("fuzz", "--max-elems", optarg, 1, INT64_MAX, &o.cfg.max_elems))
+                return 2;
+            break;
         case 'h':
             if (nf_shard_parse(optarg, &o.shard, &o.nshards) != 0) {
                 fprintf(stderr, "normfuse fuzz: --shard wants i/n with 0 <= i < n, got '%s'\n", optarg);
@@ -78,7 +98,10 @@ int nf_cmd_fuzz(int argc, char **argv)
         case 'l': o.log_path = optarg; break;
         case 'r': o.resume = 1; break;
         case 'x': o.shrink = 0; break;
-        case 'd': device = atoi(optarg); break;
+        case 'd':
+            if (nf_arg_int("fuzz", "--device", optarg, 0, 1023, &device))
+                return 2;
+            break;
         default: usage(ch == '?' ? stdout : stderr); return 2;
         }
     }

@@ -91,20 +91,33 @@ int nf_cmd_gate(int argc, char **argv)
         {"property", required_argument, 0, 'p'}, {"max-elems", required_argument, 0, 'm'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
-    const char *env_seed = getenv("NF_SEED");
-    uint64_t seed = env_seed ? strtoull(env_seed, NULL, 0) : DEFAULT_SEED;
+    uint64_t seed;
+    if (nf_arg_seed("gate", DEFAULT_SEED, &seed))
+        return 2;
     double seconds = DEFAULT_SECONDS;
     int nseeds = DEFAULT_NSEEDS;
     int64_t max_elems = NF_FUZZ_DEFAULT_MAX_ELEMS;
     const char *out = NULL, *only = NULL;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (ch) {
-        case 't': seconds = atof(optarg); break;
+        case 't':
+            if (nf_arg_f64("gate", "--seconds", optarg, 0.0, 1e7, &seconds))
+                return 2;
+            break;
         case 'o': out = optarg; break;
-        case 's': seed = strtoull(optarg, NULL, 0); break;
-        case 'n': nseeds = atoi(optarg) < 2 ? 2 : atoi(optarg); break; /* never one seed */
+        case 's':
+            if (nf_arg_u64("gate", "--seed", optarg, &seed))
+                return 2;
+            break;
+        case 'n': /* never one seed */
+            if (nf_arg_int("gate", "--nseeds", optarg, 2, 1000000, &nseeds))
+                return 2;
+            break;
         case 'p': only = optarg; break;
-        case 'm': max_elems = atoll(optarg); break;
+        case 'm':
+            if (nf_arg_i64("gate", "--max-elems", optarg, 1, INT64_MAX, &max_elems))
+                return 2;
+            break;
         default:
             fprintf(ch == 'h' ? stdout : stderr,
                     "usage: normfuse gate [--seconds T] [--out DIR] [--seed S] [--nseeds N] [--property NAME]\n"

@@ -82,14 +82,22 @@ int nf_cmd_report(int argc, char **argv)
     static const struct option opts[] = {{"out", 1, 0, 'o'}, {"seed", 1, 0, 's'}, {"nseeds", 1, 0, 'n'},
                                          {"op", 1, 0, 'p'},  {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char *out = "reports/accuracy";
-    uint64_t seed = getenv("NF_SEED") ? strtoull(getenv("NF_SEED"), NULL, 0) : DEFAULT_SEED;
+    uint64_t seed;
+    if (nf_arg_seed("report", DEFAULT_SEED, &seed))
+        return 2;
     int nseeds = 2, only = -1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         nf_op op;
         switch (ch) {
         case 'o': out = optarg; break;
-        case 's': seed = strtoull(optarg, NULL, 0); break;
-        case 'n': nseeds = atoi(optarg) < 2 ? 2 : atoi(optarg); break;
+        case 's':
+            if (nf_arg_u64("report", "--seed", optarg, &seed))
+                return 2;
+            break;
+        case 'n': /* never one seed */
+            if (nf_arg_int("report", "--nseeds", optarg, 2, 1000000, &nseeds))
+                return 2;
+            break;
         case 'p': if (nf_op_parse(optarg, &op)) return 2; only = op; break;
         default:
             fprintf(ch == 'h' ? stdout : stderr, "usage: normfuse report [--out DIR] [--seed S] [--nseeds N] [--op OP]\n");

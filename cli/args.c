@@ -5,6 +5,7 @@
  * 100-second fuzz would have fuzzed for one second, or not at all.)
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -79,4 +80,11 @@ int nf_arg_seed(const char *cmd, uint64_t fallback, uint64_t *out)
         return 0;
     }
     return nf_arg_u64(cmd, "NF_SEED", env, out);
+}
+
+const char *nf_long_opt(const struct option *opts, int li, int ch)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "--%s", ch == '?' ? "?" : opts[li].name);
+    return buf;
 }

@@ -35,6 +35,19 @@ static void infer(nf_case *c, const char *name, int64_t rows, int64_t cols)
     }
 }
 
+/* The case field of a 0/1 switch option (--g, --b, --bias, --residual, --causal, --separate-kv). */
+static int *switch_of(nf_case *c, int ch)
+{
+    switch (ch) {
+    case 'g': return &c->has_g;
+    case 'b': return &c->has_b;
+    case 'c': return &c->has_bias;
+    case 'R': return &c->has_residual;
+    case 'C': return &c->causal;
+    default: return &c->separate_kv; /* 'K' */
+    }
+}
+
 int nf_cmd_check(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -55,70 +68,39 @@ int nf_cmd_check(int argc, char **argv)
     int nin = 0, device = 0, rc = 2;
     nf_run_opts ro = {0};
     char err[256];
-    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int ch, li = 0; (ch = getopt_long(argc, argv, "", opts, &li)) != -1;) {
+        const char *opt = nf_long_opt(opts, li, ch);
+        double eps;
         switch (ch) {
         case 'o': if (nf_op_parse(optarg, &c.op)) goto usage; break;
         case 'i': impl = optarg; break;
         case 'S': shape = optarg; break;
         case 'k':
             if (strcmp(optarg, "ln") && strcmp(optarg, "rms")) {
-                fprintf(stderr, "normfuse check: --kind: '%s' is not rms or ln\n", optarg);
+                fprintf(stderr, "normfuse check: %s: '%s' is not rms or ln\n", opt, optarg);
                 return 2;
             }
             c.kind = !strcmp(optarg, "ln") ? NF_NORM_LAYER : NF_NORM_RMS;
             break;
         case 'D': if (nf_dist_parse(optarg, &c.dist)) goto usage; break;
-        case 's':
-            if (nf_arg_u64("check", "--seed", optarg, &c.seed))
-                return 2;
-            break;
-        case 'e': { /* any finite value: the op's own checks judge it */
-            double eps;
-            if (nf_arg_f64("check", "--eps", optarg, -3.4e38, 3.4e38, &eps))
-                return 2;
+        case 'a': if (nf_activation_parse(optarg, &c.act)) goto usage; break;
+        case 's': if (nf_arg_u64("check", opt, optarg, &c.seed)) return 2; break;
+        case 'p': if (nf_arg_int("check", opt, optarg, 0, 1 << 20, &c.ld_pad)) return 2; break;
+        case 'd': if (nf_arg_int("check", opt, optarg, 0, 1023, &device)) return 2; break;
+        case 'e': /* any finite value: the op's own checks judge it */
+            if (nf_arg_f64("check", opt, optarg, -3.4e38, 3.4e38, &eps)) return 2;
             c.eps = (float)eps;
             break;
-        }
-        case 'p':
-            if (nf_arg_int("check", "--pad", optarg, 0, 1 << 20, &c.ld_pad))
-                return 2;
-            break;
-        case 'g':
-            if (nf_arg_int("check", "--g", optarg, 0, 1, &c.has_g))
-                return 2;
-            break;
-        case 'b':
-            if (nf_arg_int("check", "--b", optarg, 0, 1, &c.has_b))
-                return 2;
-            break;
-        case 'c':
-            if (nf_arg_int("check", "--bias", optarg, 0, 1, &c.has_bias))
-                return 2;
-            break;
-        case 'R':
-            if (nf_arg_int("check", "--residual", optarg, 0, 1, &c.has_residual))
-                return 2;
-            break;
-        case 'a': if (nf_activation_parse(optarg, &c.act)) goto usage; break;
-        case 'C':
-            if (nf_arg_int("check", "--causal", optarg, 0, 1, &c.causal))
-                return 2;
-            break;
-        case 'K':
-            if (nf_arg_int("check", "--separate-kv", optarg, 0, 1, &c.separate_kv))
-                return 2;
+        case 'g': case 'b': case 'c': case 'R': case 'C': case 'K': /* switches: 0 or 1 */
+            if (nf_arg_int("check", opt, optarg, 0, 1, switch_of(&c, ch))) return 2;
             break;
         case 'O':
             if (strcmp(optarg, "auto") && strcmp(optarg, "mpfr") && strcmp(optarg, "fast")) {
-                fprintf(stderr, "normfuse check: --oracle: '%s' is not auto, mpfr or fast\n", optarg);
+                fprintf(stderr, "normfuse check: %s: '%s' is not auto, mpfr or fast\n", opt, optarg);
                 return 2;
             }
             ro.oracle = !strcmp(optarg, "mpfr") ? NF_ORACLE_MPFR : !strcmp(optarg, "fast") ? NF_ORACLE_FAST
                                                                                            : NF_ORACLE_AUTO;
-            break;
-        case 'd':
-            if (nf_arg_int("check", "--device", optarg, 0, 1023, &device))
-                return 2;
             break;
         case 'n': {
             char *eq = strchr(optarg, '=');

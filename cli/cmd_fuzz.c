@@ -53,28 +53,16 @@ int nf_cmd_fuzz(int argc, char **argv)
     o.out = stdout;
     o.nshards = 1;
     int device = -1, shard_given = 0;
-    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int ch, li = 0; (ch = getopt_long(argc, argv, "", opts, &li)) != -1;) {
+        const char *opt = nf_long_opt(opts, li, ch);
         switch (ch) {
-        case 's':
-            if (nf_arg_u64("fuzz", "--seed", optarg, &o.cfg.seed))
-                return 2;
-            break;
-        case 'n':
-            if (nf_arg_i64("fuzz", "--cases", optarg, 0, INT64_MAX, &o.max_cases))
-                return 2;
-            break;
-        case 't':
-            if (nf_arg_f64("fuzz", "--seconds", optarg, 0.0, 1e9, &o.seconds))
-                return 2;
-            break;
-        case 'c':
-            if (nf_arg_i64("fuzz", "--case", optarg, 0, INT64_MAX, &o.only_case))
-                return 2;
-            break;
-        case 'f':
-            if (nf_arg_i64("fuzz", "--first", optarg, 0, INT64_MAX, &o.first_case))
-                return 2;
-            break;
+        case 's': if (nf_arg_u64("fuzz", opt, optarg, &o.cfg.seed)) return 2; break;
+        case 'n': if (nf_arg_i64("fuzz", opt, optarg, 0, INT64_MAX, &o.max_cases)) return 2; break;
+        case 'c': if (nf_arg_i64("fuzz", opt, optarg, 0, INT64_MAX, &o.only_case)) return 2; break;
+        case 'f': if (nf_arg_i64("fuzz", opt, optarg, 0, INT64_MAX, &o.first_case)) return 2; break;
+        case 'm': if (nf_arg_i64("fuzz", opt, optarg, 1, INT64_MAX, &o.cfg.max_elems)) return 2; break;
+        case 't': if (nf_arg_f64("fuzz", opt, optarg, 0.0, 1e9, &o.seconds)) return 2; break;
+        case 'd': if (nf_arg_int("fuzz", opt, optarg, 0, 1023, &device)) return 2; break;
         case 'o':
             if (o.cfg.nops >= NF_OP_COUNT || nf_op_parse(optarg, &o.cfg.ops[o.cfg.nops]) != 0) {
                 fprintf(stderr, "normfuse fuzz: unknown op '%s'\n", optarg);
@@ -84,10 +72,6 @@ int nf_cmd_fuzz(int argc, char **argv)
             break;
         case 'i': o.impl = optarg; break;
         case 'S': o.shape = optarg; break;
-        case 'm':
-            if (nf_arg_i64("fuzz", "--max-elems", optarg, 1, INT64_MAX, &o.cfg.max_elems))
-                return 2;
-            break;
         case 'h':
             if (nf_shard_parse(optarg, &o.shard, &o.nshards) != 0) {
                 fprintf(stderr, "normfuse fuzz: --shard wants i/n with 0 <= i < n, got '%s'\n", optarg);
@@ -98,10 +82,6 @@ int nf_cmd_fuzz(int argc, char **argv)
         case 'l': o.log_path = optarg; break;
         case 'r': o.resume = 1; break;
         case 'x': o.shrink = 0; break;
-        case 'd':
-            if (nf_arg_int("fuzz", "--device", optarg, 0, 1023, &device))
-                return 2;
-            break;
         default: usage(ch == '?' ? stdout : stderr); return 2;
         }
     }

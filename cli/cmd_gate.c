@@ -98,26 +98,15 @@ int nf_cmd_gate(int argc, char **argv)
     int nseeds = DEFAULT_NSEEDS;
     int64_t max_elems = NF_FUZZ_DEFAULT_MAX_ELEMS;
     const char *out = NULL, *only = NULL;
-    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int ch, li = 0; (ch = getopt_long(argc, argv, "", opts, &li)) != -1;) {
+        const char *opt = nf_long_opt(opts, li, ch);
         switch (ch) {
-        case 't':
-            if (nf_arg_f64("gate", "--seconds", optarg, 0.0, 1e7, &seconds))
-                return 2;
-            break;
         case 'o': out = optarg; break;
-        case 's':
-            if (nf_arg_u64("gate", "--seed", optarg, &seed))
-                return 2;
-            break;
-        case 'n': /* never one seed */
-            if (nf_arg_int("gate", "--nseeds", optarg, 2, 1000000, &nseeds))
-                return 2;
-            break;
         case 'p': only = optarg; break;
-        case 'm':
-            if (nf_arg_i64("gate", "--max-elems", optarg, 1, INT64_MAX, &max_elems))
-                return 2;
-            break;
+        case 't': if (nf_arg_f64("gate", opt, optarg, 0.0, 1e7, &seconds)) return 2; break;
+        case 's': if (nf_arg_u64("gate", opt, optarg, &seed)) return 2; break;
+        case 'n': if (nf_arg_int("gate", opt, optarg, 2, 1000000, &nseeds)) return 2; break; /* never one seed */
+        case 'm': if (nf_arg_i64("gate", opt, optarg, 1, INT64_MAX, &max_elems)) return 2; break;
         default:
             fprintf(ch == 'h' ? stdout : stderr,
                     "usage: normfuse gate [--seconds T] [--out DIR] [--seed S] [--nseeds N] [--property NAME]\n"

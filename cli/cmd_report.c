@@ -90,14 +90,8 @@ int nf_cmd_report(int argc, char **argv)
         nf_op op;
         switch (ch) {
         case 'o': out = optarg; break;
-        case 's':
-            if (nf_arg_u64("report", "--seed", optarg, &seed))
-                return 2;
-            break;
-        case 'n': /* never one seed */
-            if (nf_arg_int("report", "--nseeds", optarg, 2, 1000000, &nseeds))
-                return 2;
-            break;
+        case 's': if (nf_arg_u64("report", "--seed", optarg, &seed)) return 2; break;
+        case 'n': if (nf_arg_int("report", "--nseeds", optarg, 2, 1000000, &nseeds)) return 2; break; /* never one seed */
         case 'p': if (nf_op_parse(optarg, &op)) return 2; only = op; break;
         default:
             fprintf(ch == 'h' ? stdout : stderr, "usage: normfuse report [--out DIR] [--seed S] [--nseeds N] [--op OP]\n");

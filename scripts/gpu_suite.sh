@@ -13,11 +13,10 @@ set -euo pipefail
 . "$(dirname "$0")/gpu_env.sh"
 steps="${1:-build,tests,bench,gate}"
 out="$(mkdir -p "${2:-$root/reports/gpu-run}" && cd "${2:-$root/reports/gpu-run}" && pwd)"
-header() { report_header "$@"; }
 has() { [[ ",$steps," == *",$1,"* ]]; }
 
 if has build; then
-  header "$out/build.log" "cmake -S . -B build ${cmake_args[*]} && cmake --build build -j"
+  report_header "$out/build.log" "cmake -S . -B build ${cmake_args[*]} && cmake --build build -j"
   { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
     cmake --build "$build" -j "$(nproc)"; } >> "$out/build.log" 2>&1 ||
     { tail -40 "$out/build.log"; echo "gpu_suite: build failed"; exit 1; }
@@ -25,14 +24,14 @@ if has build; then
 fi
 if has tests; then
   # NF_CTEST_ARGS narrows the run, e.g. "-LE slow"
-  header "$out/tests.log" "ctest --output-on-failure -j 8 --timeout 900 ${NF_CTEST_ARGS:-}"
+  report_header "$out/tests.log" "ctest --output-on-failure -j 8 --timeout 900 ${NF_CTEST_ARGS:-}"
   # shellcheck disable=SC2086
   (cd "$build" && ctest --output-on-failure -j 8 --timeout 900 ${NF_CTEST_ARGS:-}) >> "$out/tests.log" 2>&1 || true
   grep -E "tests passed|Failed|Skipped|\*\*\*" "$out/tests.log" | tail -30
 fi
 if has sass; then
   # what the kernels compiled to: tensor-core and 16-byte memory instructions per kernel
-  header "$out/sass.txt" "cuobjdump --dump-sass build/libnormfuse.so"
+  report_header "$out/sass.txt" "cuobjdump --dump-sass build/libnormfuse.so"
   cuobjdump --dump-sass "$build/libnormfuse.so" > "$out/sass.full" 2>&1 || true
   awk '/Function :/ {f=$3} /HGMMA/ {h[f]++} /LDG.E.128|LDG.E.ENL2.128|LDG.E.128.CONSTANT/ {l[f]++}
        /STG.E.128/ {st[f]++} /LDL|STL/ {sp[f]++} /Function :/ {seen[f]=1}
@@ -45,7 +44,7 @@ if has quickbench; then
   "$build/cli/normfuse" bench --quick --reps 10 --json "$out/bench-quick.json" | tee "$out/bench-quick.log" | tail -30
 fi
 if has bench; then
-  header "$out/bench.log" "normfuse bench --json bench.json --markdown bench.md"
+  report_header "$out/bench.log" "normfuse bench --json bench.json --markdown bench.md"
   "$build/cli/normfuse" bench --json "$out/bench.json" --markdown "$out/bench.md" >> "$out/bench.log" 2>&1 || echo "gpu_suite: bench failed"
   grep -E "=>|ceilings|ERR" "$out/bench.log" | tail -40
 fi
@@ -60,24 +59,24 @@ if has profile; then
   metrics+=,dram__bytes_read.sum,dram__bytes_write.sum
   ncu_args=(--clock-control none --cache-control none --metrics "$metrics" --csv --page raw)
   [ -n "${NF_PROFILE_KERNELS:-}" ] && ncu_args+=(-k "regex:$NF_PROFILE_KERNELS")
-  header "$out/profile.log" "ncu ${ncu_args[*]} --log-file profile.csv normfuse bench $bench_args"
+  report_header "$out/profile.log" "ncu ${ncu_args[*]} --log-file profile.csv normfuse bench $bench_args"
   # shellcheck disable=SC2086  # the bench's options are a list
   ncu "${ncu_args[@]}" --log-file "$out/profile.csv" "$build/cli/normfuse" bench $bench_args \
     >> "$out/profile.log" 2>&1 || echo "gpu_suite: profile failed (see profile.log)"
-  header "$out/profile.txt" "scripts/ncu_summary.py profile.csv"
+  report_header "$out/profile.txt" "scripts/ncu_summary.py profile.csv"
   python3 "$root/scripts/ncu_summary.py" "$out/profile.csv" >> "$out/profile.txt" ||
     echo "gpu_suite: no profile to summarise"
   head -30 "$out/profile.txt"
 fi
 if has torch; then
-  header "$out/torch.log" "python3 scripts/torch_baseline.py --json torch.json ${NF_TORCH_ARGS:-}"
+  report_header "$out/torch.log" "python3 scripts/torch_baseline.py --json torch.json ${NF_TORCH_ARGS:-}"
   # shellcheck disable=SC2086
   python3 "$root/scripts/torch_baseline.py" --json "$out/torch.json" ${NF_TORCH_ARGS:-} >> "$out/torch.log" 2>&1 ||
     echo "gpu_suite: torch baseline failed (see torch.log)"
   tail -5 "$out/torch.log"
 fi
 if has gate; then
-  header "$out/gate.log" "normfuse gate --out gate --seconds ${NF_GATE_SECONDS:-120}"
+  report_header "$out/gate.log" "normfuse gate --out gate --seconds ${NF_GATE_SECONDS:-120}"
   "$build/cli/normfuse" gate --out "$out/gate" --seconds "${NF_GATE_SECONDS:-120}" >> "$out/gate.log" 2>&1 &&
     echo "gpu_suite: gate passed" || echo "gpu_suite: gate FAILED"
   tail -12 "$out/gate.log"
@@ -95,13 +94,13 @@ if has fuzz; then
     seed="${NF_SEED:-$(date -u +%Y%m%d%H)}"
   fi
   [[ "$seed" =~ ^[0-9]+$ ]] || { echo "gpu_suite: no campaign seed (fuzz.jsonl's first line, NF_SEED: '$seed')"; exit 2; }
-  header "$out/fuzz.log" "normfuse fuzz --seed $seed --seconds ${NF_FUZZ_SECONDS:-120} --log fuzz.jsonl ${resume[*]}"
+  report_header "$out/fuzz.log" "normfuse fuzz --seed $seed --seconds ${NF_FUZZ_SECONDS:-120} --log fuzz.jsonl ${resume[*]}"
   "$build/cli/normfuse" fuzz --seed "$seed" --seconds "${NF_FUZZ_SECONDS:-120}" --log "$out/fuzz.jsonl" "${resume[@]}" \
     >> "$out/fuzz.log" 2>&1 || echo "gpu_suite: fuzz found failures or could not run (see fuzz.log)"
   tail -5 "$out/fuzz.log"
 fi
 if has report; then
-  header "$out/report.log" "normfuse report --out accuracy"
+  report_header "$out/report.log" "normfuse report --out accuracy"
   "$build/cli/normfuse" report --out "$out/accuracy" >> "$out/report.log" 2>&1 || echo "gpu_suite: report failed"
   tail -5 "$out/report.log"
 fi

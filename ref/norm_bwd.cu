@@ -458,14 +458,21 @@ __device__ __forceinline__ void load_row(const nf_norm_bwd_args &a, int64_t row,
  * issued into a second RowTile before the current row is reduced and stored,
  * so every warp keeps one row of loads in flight while it computes (the plain
  * loop leaves HBM idle during each row's reduce + store and is latency bound).
- * Costs 8 VPT extra registers; used where TPR <= 128 so CTAs stay at 128 threads.
+ * Costs 8 VPT extra registers.  Used with 128-thread CTAs where the columns
+ * live in registers, and for RMSNorm n in (4096, 8192] with 512 threads and
+ * the columns in shared memory.
  */
-/* Minimum resident 128-thread CTAs per SM asked of ptxas (caps registers at
- * 65536 / (128 min)): 4 (128 regs) fits without spilling everywhere except
- * VPT = 4 with LayerNorm's extra db accumulators or TPR = 128, which get 3
- * (168 regs).  Checked with -Xptxas -v: no spills. */
+/* Minimum resident CTAs per SM asked of ptxas (caps registers at
+ * 65536 / (CTA min)).  128-thread CTAs: 4 (128 regs) fits without spilling
+ * everywhere except VPT = 4 with LayerNorm's extra db accumulators or
+ * TPR = 128, which get 3 (168 regs).  Wider CTAs: 64 registers (512 x 2
+ * RMSNorm: 64 regs).  Checked with -Xptxas -v: no spills.  More CTAs than
+ * that were measured slower (reports/h200/ab_norm_occ: 5-6 CTAs of 128
+ * threads at n <= 2048, 2-9 % slower; capped to spill, up to 2.5x). */
 template <int TPR, int VPT, bool LN> constexpr int pipe_min_ctas()
 {
+    if constexpr (cta_threads<TPR>() > kMinCta) /* wider CTAs: as many as 64 registers allow */
+        return 65536 / (cta_threads<TPR>() * 64);
     return (VPT == 4 && (LN || TPR > 64)) ? 3 : 4;
 }
 
@@ -915,8 +922,10 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
  * --grid norm, reports/h200/ab_norm_*.log).  RMSNorm, n in (512, 2048]: the
  * pipelined kernel with twice the threads and half the vectors (0.74-0.76 ->
  * 0.84-0.85 of copy bandwidth at M n = 2^26, 0.87-0.88 -> 0.93-0.96 at
- * 2^28); n in (4096, 8192]: the plain kernel with half the vectors (0.71 ->
- * 0.73).  LayerNorm, n in (512, 2048]: the plain row kernel (0.71-0.76 ->
+ * 2^28); n in (4096, 8192]: half the vectors (0.71 -> 0.73), pipelined with
+ * the columns in shared memory (0.82-0.83 -> 0.84-0.85 at 2^26, 0.90 -> 0.91
+ * at 2^28; reports/h200/ab_norm_occ, ab_norm_cluster, ab_norm_cluster2).
+ * LayerNorm, n in (512, 2048]: the plain row kernel (0.71-0.76 ->
  * 0.74-0.77; the prefetch's registers cost more occupancy than it hides).
  * n > 4096 (LayerNorm: up to 8192): dg/db in shared memory (SmemColumns'
  * comment has the numbers).  LayerNorm, n in (8192, 16384]: the staged
@@ -938,8 +947,8 @@ nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         if (nv <= 128)  return launch_pipe_kind<RegColumns, 64, 2, LN>(ctx, a, slot);  /* n <= 1024  */
         if (nv <= 256)  return launch_pipe_kind<RegColumns, 128, 2, LN>(ctx, a, slot); /* n <= 2048  */
         if (nv <= 512)  return launch_pipe_kind<RegColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096  */
-        if (nv <= 1024) return launch_vec_kind<SmemColumns, 512, 2, LN>(ctx, a, slot); /* n <= 8192  */
-        if (nv <= 2048) return launch_vec_kind<SmemColumns, 512, 4, LN>(ctx, a, slot); /* n <= 16384 */
+        if (nv <= 1024) return launch_pipe_kind<SmemColumns, 512, 2, LN>(ctx, a, slot); /* n <= 8192  */
+        if (nv <= 2048) return launch_vec_kind<SmemColumns, 512, 4, LN>(ctx, a, slot);  /* n <= 16384 */
     }
     return launch_vec_kind<NoColumns, 1024, 4, LN>(ctx, a, slot);                      /* n <= 32768 */
 }

@@ -5,7 +5,11 @@
  *   --in x=act.npy   float32 (rounded to bf16; the count of values the
  *                    rounding changed is printed) or uint16 (bf16 bits).
  * Without --shape the shape comes from the .npy inputs (x/A/X: rows and
- * row length, W: K x N).  Exit: 0 pass, 1 a failure, 2 usage, 77 no device.
+ * row length, W: K x N).  --repeat R runs each entry R times on the same
+ * inputs: the first run is judged, and every later one must give the same
+ * bits in every output (an entry that declares itself nondeterministic is
+ * reported, not failed), so a new shape's determinism can be checked at any
+ * size.  Exit: 0 pass, 1 a failure, 2 usage, 77 no device.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
@@ -48,6 +52,27 @@ static int *switch_of(nf_case *c, int ch)
     }
 }
 
+/* --repeat: runs 2..repeat of entry e on d, compared bitwise with the judged
+ * first; prints one line.  Returns 0 when they differ and the entry promises
+ * determinism, or a run failed; 1 otherwise. */
+static int report_repeats(nf_context *ctx, const nf_entry *e, nf_case_data *d, nf_case_result *r, int repeat)
+{
+    char where[128];
+    const int rep = nf_case_repeat_differs(ctx, e, d, r, repeat - 1, where, sizeof where);
+    const int declared = (e->flags & NF_ENTRY_NONDETERMINISTIC) != 0;
+    if (rep < 0) {
+        printf("  repeat: a later run failed: %s\n", r->message);
+        return 0;
+    }
+    if (rep == 0) {
+        printf("  repeat: %d runs, every output bitwise equal\n", repeat);
+        return 1;
+    }
+    printf("  repeat: %s differs from the first run on run %d of %d%s\n", where, rep + 1, repeat,
+           declared ? " (the entry declares itself nondeterministic)" : ": NOT DETERMINISTIC");
+    return declared;
+}
+
 int nf_cmd_check(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -55,7 +80,8 @@ int nf_cmd_check(int argc, char **argv)
         {"dist", 1, 0, 'D'}, {"seed", 1, 0, 's'}, {"eps", 1, 0, 'e'}, {"pad", 1, 0, 'p'},
         {"g", 1, 0, 'g'}, {"b", 1, 0, 'b'}, {"bias", 1, 0, 'c'}, {"residual", 1, 0, 'R'},
         {"act", 1, 0, 'a'}, {"causal", 1, 0, 'C'}, {"separate-kv", 1, 0, 'K'}, {"in", 1, 0, 'n'},
-        {"oracle", 1, 0, 'O'}, {"device", 1, 0, 'd'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+        {"oracle", 1, 0, 'O'}, {"device", 1, 0, 'd'}, {"repeat", 1, 0, 'r'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0},
     };
     nf_case c;
     memset(&c, 0, sizeof c);
@@ -65,7 +91,7 @@ int nf_cmd_check(int argc, char **argv)
     c.has_g = 1;
     const char *impl = NULL, *shape = NULL;
     named_npy in[MAX_INPUTS];
-    int nin = 0, device = 0, rc = 2;
+    int nin = 0, device = 0, repeat = 1, rc = 2;
     nf_run_opts ro = {0};
     char err[256];
     for (int ch, li = 0; (ch = getopt_long(argc, argv, "", opts, &li)) != -1;) {
@@ -87,6 +113,7 @@ int nf_cmd_check(int argc, char **argv)
         case 's': if (nf_arg_u64("check", opt, optarg, &c.seed)) return 2; break;
         case 'p': if (nf_arg_int("check", opt, optarg, 0, 1 << 20, &c.ld_pad)) return 2; break;
         case 'd': if (nf_arg_int("check", opt, optarg, 0, 1023, &device)) return 2; break;
+        case 'r': if (nf_arg_int("check", opt, optarg, 1, 1000, &repeat)) return 2; break;
         case 'e': /* any finite value: the op's own checks judge it */
             if (nf_arg_f64("check", opt, optarg, -3.4e38, 3.4e38, &eps)) return 2;
             c.eps = (float)eps;
@@ -164,6 +191,8 @@ int nf_cmd_check(int argc, char **argv)
                 nf_case_judge(&d, &ro, &r);
         }
         nf_case_result_print(stdout, e, &c, &r);
+        if (repeat > 1 && r.verdict == NF_V_PASS && !report_repeats(ctx, e, &d, &r, repeat))
+            r.verdict = NF_V_FAIL;
         if (nf_verdict_is_failure(r.verdict)) {
             char repro[1024];
             nf_check_repro(repro, sizeof repro, e, &c);
@@ -186,7 +215,7 @@ usage:
     fprintf(stderr, "usage: normfuse check --op OP [--impl NAME] [--shape K=V,..] [--kind rms|ln] [--dist D]\n"
                     "         [--seed S] [--eps E] [--pad P] [--g 0|1] [--b 0|1] [--bias 0|1] [--residual 0|1]\n"
                     "         [--act softmax|gelu|gelu_tanh|silu] [--causal 0|1] [--separate-kv 0|1]\n"
-                    "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D]\n");
+                    "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D] [--repeat R]\n");
     for (int i = 0; i < nin; ++i)
         nf_npy_free(&in[i].a);
     return 2;

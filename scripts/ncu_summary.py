@@ -7,8 +7,10 @@ case's warm-up and timed launches, also where two kernels alternate, as a
 backward's row kernel and its reducer do), in launch order: the launches, the
 median duration, the median ratio of the busiest SM's active cycles to the
 average SM's (1.00 = every SM busy as long; the uneven end of a persistent
-grid shows here), and the median DRAM bytes read and written.  A metric the
-profile did not collect prints as "-".  The `profile` step of
+grid shows here), and the median DRAM bytes read and written; --extra adds a
+column per further metric (its median, e.g. smsp__inst_executed.sum, the
+instructions a launch issued).  A metric the profile did not collect prints
+as "-".  The `profile` step of
 scripts/gpu_suite.sh writes profile.txt with it; reports/h200/profile_bwd/
 holds the CSVs the first such summary was made from (ref/NOTES.md, "Where
 the backward's time goes").
@@ -35,7 +37,9 @@ def median(values):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
+    ap.add_argument("--extra", default="", help="comma list of further metrics to print (medians)")
     args = ap.parse_args()
+    extra = [m for m in args.extra.split(",") if m]
     with open(args.csv, newline="") as f:
         rows = list(csv.DictReader(line for line in f if line.startswith('"')))
     if not rows:
@@ -52,7 +56,7 @@ def main():
         # longer is another case
         i, seen = last.get(key, (None, None))
         if i is None or n - seen > 2:
-            groups.append((key, {"us": [], "imb": [], "rd": [], "wr": []}))
+            groups.append((key, {"us": [], "imb": [], "rd": [], "wr": [], **{m: [] for m in extra}}))
             i = len(groups) - 1
         last[key] = (i, n)
         g = groups[i][1]
@@ -62,16 +66,20 @@ def main():
         rd, wr = number(r, "dram__bytes_read.sum"), number(r, "dram__bytes_write.sum")
         g["rd"].append(rd / 1e6 if rd is not None else None)
         g["wr"].append(wr / 1e6 if wr is not None else None)
+        for m in extra:
+            g[m].append(number(r, m))
 
     def fmt(v, spec):
         return spec % v if v is not None else "-"
 
     print("%-58s %-14s %5s %10s %8s %10s %10s" % ("kernel", "grid", "runs", "median us", "max/avg",
-                                                 "read MB", "write MB"))
+                                                 "read MB", "write MB") +
+          "".join(" %14s" % m[-14:] for m in extra))
     for (name, grid), g in groups:
         print("%-58.58s %-14s %5d %10s %8s %10s %10s" % (
             name, grid, len(g["us"]), fmt(median(g["us"]), "%.1f"), fmt(median(g["imb"]), "%.3f"),
-            fmt(median(g["rd"]), "%.1f"), fmt(median(g["wr"]), "%.1f")))
+            fmt(median(g["rd"]), "%.1f"), fmt(median(g["wr"]), "%.1f")) +
+            "".join(" %14s" % fmt(median(g[m]), "%.4g") for m in extra))
 
 
 if __name__ == "__main__":

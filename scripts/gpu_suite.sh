@@ -30,12 +30,15 @@ if has tests; then
   grep -E "tests passed|Failed|Skipped|\*\*\*" "$out/tests.log" | tail -30
 fi
 if has sass; then
-  # what the kernels compiled to: tensor-core and 16-byte memory instructions per kernel
+  # what the kernels compiled to: tensor-core and 16-byte memory instructions per kernel, and
+  # its length in SASS instructions (static; `NF_PROFILE_METRICS=smsp__inst_executed.sum`
+  # counts what a launch issues)
   report_header "$out/sass.txt" "cuobjdump --dump-sass build/libnormfuse.so"
   cuobjdump --dump-sass "$build/libnormfuse.so" > "$out/sass.full" 2>&1 || true
   awk '/Function :/ {f=$3} /HGMMA/ {h[f]++} /LDG.E.128|LDG.E.ENL2.128|LDG.E.128.CONSTANT/ {l[f]++}
        /STG.E.128/ {st[f]++} /LDL|STL/ {sp[f]++} /Function :/ {seen[f]=1}
-       END {for (f in seen) printf "%-100.100s HGMMA %d LDG.128 %d STG.128 %d LDL/STL %d\n", f, h[f], l[f], st[f], sp[f]}' \
+       /^[ \t]*\/\*[0-9a-f]+\*\/[ \t]/ {n[f]++}
+       END {for (f in seen) printf "%-100.100s HGMMA %d LDG.128 %d STG.128 %d LDL/STL %d SASS %d\n", f, h[f], l[f], st[f], sp[f], n[f]}' \
     "$out/sass.full" | sort >> "$out/sass.txt"
   rm -f "$out/sass.full"
   grep -c . "$out/sass.txt"

@@ -40,6 +40,13 @@ if has sass; then
        /^[ \t]*\/\*[0-9a-f]+\*\/[ \t]/ {n[f]++}
        END {for (f in seen) printf "%-100.100s HGMMA %d LDG.128 %d STG.128 %d LDL/STL %d SASS %d\n", f, h[f], l[f], st[f], sp[f], n[f]}' \
     "$out/sass.full" | sort >> "$out/sass.txt"
+  # NF_SASS_FUNCS: a regex over mangled kernel names; those kernels' whole SASS go to sass_funcs.txt
+  if [ -n "${NF_SASS_FUNCS:-}" ]; then
+    report_header "$out/sass_funcs.txt" "cuobjdump --dump-sass build/libnormfuse.so, the functions matching '$NF_SASS_FUNCS'"
+    awk -v re="$NF_SASS_FUNCS" '/Function :/ {keep = ($3 ~ re)} keep' \
+      "$out/sass.full" >> "$out/sass_funcs.txt"
+    grep -c "Function :" "$out/sass_funcs.txt" || echo "gpu_suite: no function matches NF_SASS_FUNCS"
+  fi
   rm -f "$out/sass.full"
   grep -c . "$out/sass.txt"
 fi

@@ -46,6 +46,7 @@ if has sass; then
     awk -v re="$NF_SASS_FUNCS" '/Function :/ {keep = ($3 ~ re)} keep' \
       "$out/sass.full" >> "$out/sass_funcs.txt"
     grep -c "Function :" "$out/sass_funcs.txt" || echo "gpu_suite: no function matches NF_SASS_FUNCS"
+    xz -9 -f "$out/sass_funcs.txt" # a few MB of text, a few hundred KB compressed
   fi
   rm -f "$out/sass.full"
   grep -c . "$out/sass.txt"

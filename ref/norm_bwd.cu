@@ -27,11 +27,13 @@
  *    dy in registers (read once), reduces the two row sums, writes dx, and
  *    keeps its columns' dg/db contributions across all the rows it visits,
  *    in registers or, where a row is long (RMSNorm n > 4096, LayerNorm
- *    4096 < n <= 8192), in shared memory (the column policies below).  At the
+ *    2048 < n <= 8192), in shared memory (the column policies below).  At the
  *    end the row groups of a CTA are combined in a fixed order and the CTA
  *    writes one partial row.  Where measured faster (launch_vec_by_n) the row
  *    loop is software-pipelined instead (norm_bwd_pipe): the next row's x/dy
- *    loads are in flight while the current row is reduced and stored.
+ *    loads are in flight while the current row is reduced and stored.  g,
+ *    the same columns on every row, is read once per kernel into registers
+ *    or shared memory (RowG).
  *  - vectorised, LayerNorm 8192 < n <= 16384: the same, but the rows reach
  *    the registers through a shared-memory ring filled by cp.async a row
  *    ahead (norm_bwd_staged): a 512-thread CTA holding a row and the dg/db
@@ -88,12 +90,75 @@ struct RowCoef {
     }
 };
 
+/*
+ * The thread's columns of g.  A thread visits the same vectors v = t + k TPR
+ * on every row it owns, so g is not read from global memory per row and pass
+ * (a dependent load per vector, its latency exposed twice per row):
+ *  - kRegs: where the register budget allows (128-thread CTAs, 8 VPT
+ *    registers, held unpacked by ptxas), loaded once per kernel;
+ *  - kShared (SHARED and not kRegs): the CTA copies g into shared memory once
+ *    (TPR VPT 16 bytes, at most 32 KB) and each pass reads it there;
+ *  - neither: from global memory per vector (the column-free kernel of
+ *    n > 16384, whose 64 KB of g would not fit the static shared memory).
+ * Without g the copies hold bf16 ones, and t = dy 1 = dy exactly.
+ * Measured (fraction of copy bandwidth at M n = 2^26, then 2^28): registers,
+ * with load_row's addressing, take RMSNorm n = 1024 from 0.77 to 0.93-0.94
+ * and 0.91-0.92 to 0.98-0.99 (reports/h200/ab_norm_inst, ab_norm_loop);
+ * shared memory against global (ab_norm_loop), LayerNorm n = 1024 from
+ * 0.82-0.83 to 0.89, n = 2048 0.79 -> 0.87, RMSNorm n = 16384 0.83-0.84 ->
+ * 0.85 and 0.92 -> 0.96.
+ */
+template <int TPR, int VPT, bool LN, bool SHARED>
+struct RowG {
+    static constexpr bool kRegs = cta_threads<TPR>() == kMinCta && VPT * (LN ? 2 : 1) <= 4;
+    static constexpr bool kShared = SHARED && !kRegs;
+    uint4 g[kRegs ? VPT : 1];
+    const uint4 *gs;            /* kShared: the CTA's copy, vector v at gs[v] */
+    const nf_norm_bwd_args &a;  /* neither: g read through the kernel's parameters */
+
+    /* Every thread of the block constructs it (kShared synchronises the block). */
+    __device__ __forceinline__ RowG(const nf_norm_bwd_args &a_, int t, int nv) : a(a_)
+    {
+        constexpr uint32_t kOnes = 0x3F803F80u; /* two bf16 1.0 */
+        const uint4 ones = make_uint4(kOnes, kOnes, kOnes, kOnes);
+        if constexpr (kRegs) {
+#pragma unroll
+            for (int k = 0; k < VPT; ++k) {
+                const int v = t + k * TPR;
+                g[k] = (a.g && v < nv) ? nf_ldg8(a.g + (int64_t)v * NF_VEC) : ones;
+            }
+        } else if constexpr (kShared) {
+            __shared__ uint4 g_smem[TPR * VPT];
+            for (int v = threadIdx.x; v < nv; v += cta_threads<TPR>())
+                g_smem[v] = a.g ? nf_ldg8(a.g + (int64_t)v * NF_VEC) : ones;
+            __syncthreads();
+            gs = g_smem;
+        }
+    }
+    /* g of vector v = t + k TPR, unpacked, times dy: t = dy g */
+    __device__ __forceinline__ void times(int k, int v, const float (&dyf)[NF_VEC], float (&tf)[NF_VEC]) const
+    {
+        if constexpr (kRegs || kShared) {
+            nf_unpack8(kRegs ? g[k] : gs[v], tf);
+#pragma unroll
+            for (int e = 0; e < NF_VEC; ++e)
+                tf[e] *= dyf[e];
+        } else {
+            if (a.g) /* uniform */
+                nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), tf);
+#pragma unroll
+            for (int e = 0; e < NF_VEC; ++e)
+                tf[e] = a.g ? dyf[e] * tf[e] : dyf[e];
+        }
+    }
+};
+
 /* f(k, v, x[8], dy[8], t[8]) for each valid vector v = t + k TPR of one
  * cached row (x, dy packed in registers, VPT vectors per thread), unpacked,
  * with t = dy g. */
-template <int TPR, int VPT, class F>
-__device__ __forceinline__ void each_vector(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
-                                            const uint4 (&dyv)[VPT], int t, int nv, F &&f)
+template <int TPR, int VPT, class G, class F>
+__device__ __forceinline__ void each_vector(const G &g, const uint4 (&xv)[VPT], const uint4 (&dyv)[VPT],
+                                            int t, int nv, F &&f)
 {
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
@@ -103,11 +168,7 @@ __device__ __forceinline__ void each_vector(const nf_norm_bwd_args &a, const uin
         float xf[NF_VEC], dyf[NF_VEC], tf[NF_VEC];
         nf_unpack8(xv[k], xf);
         nf_unpack8(dyv[k], dyf);
-        if (a.g)
-            nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), tf);
-#pragma unroll
-        for (int e = 0; e < NF_VEC; ++e)
-            tf[e] = a.g ? dyf[e] * tf[e] : dyf[e];
+        g.times(k, v, dyf, tf);
         f(k, v, xf, dyf, tf);
     }
 }
@@ -115,13 +176,13 @@ __device__ __forceinline__ void each_vector(const nf_norm_bwd_args &a, const uin
 /* The two row sums of one cached row into c.m1 = mean(t) (LayerNorm) and
  * c.m2 = mean(t xh).  Every thread of the block calls it (group reductions),
  * with a scratch buffer no thread can still be reading (RowScratch). */
-template <int TPR, int VPT, bool LN>
-__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
+template <int TPR, int VPT, bool LN, class G>
+__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
                                           const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
                                           RowCoef<LN> &c)
 {
     float s1 = 0.0f, s2 = 0.0f; /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j */
-    each_vector<TPR>(a, xv, dyv, t, nv, [&](int, int, float (&xf)[NF_VEC], float (&)[NF_VEC],
+    each_vector<TPR>(g, xv, dyv, t, nv, [&](int, int, float (&xf)[NF_VEC], float (&)[NF_VEC],
                                             float (&tf)[NF_VEC]) {
 #pragma unroll
         for (int e = 0; e < NF_VEC; ++e) {
@@ -331,12 +392,12 @@ struct SmemColumns {
 
 /* dx of one cached row, stored; the row's dg (dy xh) and db (dy)
  * contributions added to the thread's column accumulators. */
-template <int TPR, int VPT, bool LN, class Cols>
-__device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const uint4 (&xv)[VPT],
+template <int TPR, int VPT, bool LN, class G, class Cols>
+__device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
                                        const uint4 (&dyv)[VPT], int t, int nv, int64_t row,
                                        const RowCoef<LN> &c, Cols &cols)
 {
-    each_vector<TPR>(a, xv, dyv, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
+    each_vector<TPR>(g, xv, dyv, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
                                             float (&tf)[NF_VEC]) {
         cols.begin(v);
 #pragma unroll
@@ -352,6 +413,41 @@ __device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const uint4 (&
 
 /* ---- vectorised row kernel ---------------------------------------------------------- */
 
+/* One row's cached operands: x and dy as packed bf16 (read from memory once)
+ * and the forward's saved statistics. */
+template <int VPT>
+struct RowTile {
+    uint4 x[VPT], dy[VPT];
+    float rstd, mu;
+};
+
+/* Issue the 16-byte loads of `row`'s x and dy into r; rows >= M and columns
+ * >= n load zeros.  One 64-bit row offset per operand, the vectors at
+ * constant offsets from it: with the offsets formed per vector, the
+ * prefetch took ~80 instructions per row up to its last load, ~50 this way
+ * (RMSNorm n = 1024; SASS in reports/h200/ab_norm_g, ab_norm_inst). */
+template <int TPR, int VPT, bool LN>
+__device__ __forceinline__ void load_row(const nf_norm_bwd_args &a, int64_t row, int t, int nv,
+                                         RowTile<VPT> &r)
+{
+    const bool live = row < a.M;
+    const nf_bf16 *x = a.x + row * a.ldx + t * NF_VEC, *dy = a.dy + row * a.lddy + t * NF_VEC;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+        const bool in = live && t + k * TPR < nv;
+        r.x[k] = in ? nf_ldg8(x + k * TPR * NF_VEC) : make_uint4(0, 0, 0, 0);
+        r.dy[k] = in ? nf_ldg8(dy + k * TPR * NF_VEC) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+/* The forward's statistics of `row` into r (zeros past M). */
+template <bool LN, int VPT>
+__device__ __forceinline__ void load_stats(const nf_norm_bwd_args &a, int64_t row, RowTile<VPT> &r)
+{
+    r.rstd = row < a.M ? a.rstd[row] : 0.0f;
+    r.mu = (LN && row < a.M) ? a.mean[row] : 0.0f;
+}
+
 /* The plain persistent row loop: each row group's x and dy loaded into
  * registers, reduced, dx stored, then the next row group. */
 template <int TPR, int VPT, bool LN, class Cols>
@@ -363,26 +459,20 @@ __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
     Cols cols(cols_smem, nv, t);
+    const RowG<TPR, VPT, LN, Cols::kOn> g(a, t, nv);
 
     if constexpr (Cols::kOn)
         nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     int parity = 0;
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x, parity ^= 1) {
         const int64_t row = rg * ROWS + group;
-        const bool live = row < a.M;
-        uint4 xv[VPT], dyv[VPT];
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const int v = t + k * TPR;
-            const bool in = live && v < nv;
-            xv[k] = in ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
-            dyv[k] = in ? nf_ldg8(a.dy + row * a.lddy + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
-        }
-        RowCoef<LN> c;
-        c.init(live ? a.rstd[row] : 0.0f, (LN && live) ? a.mean[row] : 0.0f);
-        row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch.buf[parity][group], c);
-        if (live)
-            row_dx<TPR, VPT, LN>(a, xv, dyv, t, nv, row, c, cols);
+        RowTile<VPT> cur;
+        load_row<TPR, VPT, LN>(a, row, t, nv, cur);
+        RowCoef<LN> c; /* the statistics read after x and dy: no registers held across the loads */
+        c.init(row < a.M ? a.rstd[row] : 0.0f, (LN && row < a.M) ? a.mean[row] : 0.0f);
+        row_means<TPR, VPT, LN>(a, g, cur.x, cur.dy, t, nv, scratch.buf[parity][group], c);
+        if (row < a.M)
+            row_dx<TPR, VPT, LN>(a, g, cur.x, cur.dy, t, nv, row, c, cols);
     }
 
     if constexpr (Cols::kOn) {
@@ -425,32 +515,7 @@ template <int TPR, int VPT, bool LN, class Cols> constexpr auto vec_kernel()
         return norm_bwd_vec<TPR, VPT, LN, Cols>;
 }
 
-/* ---- software-pipelined row kernel (n <= 4096) ------------------------------------------ */
-
-/* One row's cached operands: x and dy as packed bf16 (read from memory once)
- * and the forward's saved statistics. */
-template <int VPT>
-struct RowTile {
-    uint4 x[VPT], dy[VPT];
-    float rstd, mu;
-};
-
-/* Issue the 16-byte loads of `row` into r; rows >= M and columns >= n load zeros. */
-template <int TPR, int VPT, bool LN>
-__device__ __forceinline__ void load_row(const nf_norm_bwd_args &a, int64_t row, int t, int nv,
-                                         RowTile<VPT> &r)
-{
-    const bool live = row < a.M;
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-        const int v = t + k * TPR;
-        const bool in = live && v < nv;
-        r.x[k] = in ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
-        r.dy[k] = in ? nf_ldg8(a.dy + row * a.lddy + (int64_t)v * NF_VEC) : make_uint4(0, 0, 0, 0);
-    }
-    r.rstd = live ? a.rstd[row] : 0.0f;
-    r.mu = (LN && live) ? a.mean[row] : 0.0f;
-}
+/* ---- software-pipelined row kernel ------------------------------------------------------- */
 
 /*
  * Same math, operation order and dg/db partial layout as norm_bwd_vec, but
@@ -459,25 +524,30 @@ __device__ __forceinline__ void load_row(const nf_norm_bwd_args &a, int64_t row,
  * so every warp keeps one row of loads in flight while it computes (the plain
  * loop leaves HBM idle during each row's reduce + store and is latency bound).
  * Costs 8 VPT extra registers.  Used with 128-thread CTAs where the columns
- * live in registers, and for RMSNorm n in (4096, 8192] with 512 threads and
- * the columns in shared memory.
+ * live in registers, and with the columns in shared memory for RMSNorm n in
+ * (4096, 8192] (512 threads) and LayerNorm n in (2048, 8192] (128 and 256).
+ * Alternating two tiles instead of copying nxt into cur (8 VPT + 2 moves a
+ * row) was measured slower: RMSNorm n = 1024 0.93-0.94 -> 0.87-0.88,
+ * LayerNorm n = 4096 0.75 -> 0.63-0.64 at 2^26 (reports/h200/ab_norm_loop).
  */
 /* Minimum resident CTAs per SM asked of ptxas (caps registers at
  * 65536 / (CTA min)).  128-thread CTAs: 4 (128 regs) fits without spilling
- * everywhere except VPT = 4 with LayerNorm's extra db accumulators or
- * TPR = 128, which get 3 (168 regs).  Wider CTAs: 64 registers (512 x 2
- * RMSNorm: 64 regs).  Checked with -Xptxas -v: no spills.  More CTAs than
- * that were measured slower (reports/h200/ab_norm_occ: 5-6 CTAs of 128
- * threads at n <= 2048, 2-9 % slower; capped to spill, up to 2.5x). */
-template <int TPR, int VPT, bool LN> constexpr int pipe_min_ctas()
+ * everywhere except VPT = 4 with LayerNorm's extra db accumulators in
+ * registers or TPR = 128, which get 3 (168 regs).  Wider CTAs: 64 registers
+ * (512 x 2 RMSNorm: 64 regs), but LayerNorm with shared-memory columns
+ * (256 x 4: 126 regs) gets 2.  Checked with -Xptxas -v: no spills.  More
+ * CTAs than that were measured slower (reports/h200/ab_norm_occ: 5-6 CTAs of
+ * 128 threads at n <= 2048, 2-9 % slower; capped to spill, up to 2.5x). */
+template <int TPR, int VPT, bool LN, class Cols> constexpr int pipe_min_ctas()
 {
+    constexpr bool smem_cols = Cols::smem_bytes(1) > 0;
     if constexpr (cta_threads<TPR>() > kMinCta) /* wider CTAs: as many as 64 registers allow */
-        return 65536 / (cta_threads<TPR>() * 64);
-    return (VPT == 4 && (LN || TPR > 64)) ? 3 : 4;
+        return LN && smem_cols ? 2 : 65536 / (cta_threads<TPR>() * 64);
+    return (VPT == 4 && !smem_cols && (LN || TPR > 64)) ? 3 : 4;
 }
 
 template <int TPR, int VPT, bool LN, class Cols>
-__global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN>()))
+__global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN, Cols>()))
 norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
@@ -486,23 +556,25 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
     Cols cols(cols_smem, nv, t);
+    const RowG<TPR, VPT, LN, true> g(a, t, nv);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     RowTile<VPT> cur;
     load_row<TPR, VPT, LN>(a, (int64_t)blockIdx.x * ROWS + group, t, nv, cur);
+    load_stats<LN>(a, (int64_t)blockIdx.x * ROWS + group, cur);
     int parity = 0;
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x, parity ^= 1) {
-        const int64_t row = rg * ROWS + group;
-        const bool live = row < a.M;
+        const int64_t row = rg * ROWS + group, next = (rg + gridDim.x) * ROWS + group;
         /* prefetch: the next row group's loads are in flight during this row's work */
         RowTile<VPT> nxt;
-        load_row<TPR, VPT, LN>(a, (rg + gridDim.x) * ROWS + group, t, nv, nxt);
+        load_row<TPR, VPT, LN>(a, next, t, nv, nxt);
+        load_stats<LN>(a, next, nxt);
 
         RowCoef<LN> c;
         c.init(cur.rstd, cur.mu);
-        row_means<TPR, VPT, LN>(a, cur.x, cur.dy, t, nv, scratch.buf[parity][group], c);
-        if (live)
-            row_dx<TPR, VPT, LN>(a, cur.x, cur.dy, t, nv, row, c, cols);
+        row_means<TPR, VPT, LN>(a, g, cur.x, cur.dy, t, nv, scratch.buf[parity][group], c);
+        if (row < a.M)
+            row_dx<TPR, VPT, LN>(a, g, cur.x, cur.dy, t, nv, row, c, cols);
         cur = nxt;
     }
 
@@ -526,9 +598,11 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
  * (LayerNorm) of copy bandwidth at M n = 2^26, 0.69 -> 0.75 (LayerNorm) at
  * 2^28.  Deeper rings, or the ring at n <= 8192, cost more occupancy than
  * they hide latency (0.38-0.73 where the register-cached kernels reach
- * 0.51-0.96).  The ring's first slot doubles as the partials' reduction
- * buffer at the end (one slot's vectors are exactly partials_red_floats
- * floats).
+ * 0.51-0.96).  g from shared memory (RowG) took LayerNorm n = 16384 from
+ * 0.58 to 0.62-0.63 at 2^26 and 0.77 to 0.88 at 2^28
+ * (reports/h200/ab_norm_lncols).  The ring's first slot doubles as the
+ * partials' reduction buffer at the end (one slot's vectors are exactly
+ * partials_red_floats floats).
  */
 template <int TPR, int VPT, bool LN, int STAGES>
 using BwdRing = NfRowRing<2, LN ? 2 : 1, VPT, cta_threads<TPR>(), STAGES>;
@@ -566,6 +640,7 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
     };
 
     RegColumns<TPR, VPT, LN> cols(nullptr, nv, t);
+    const RowG<TPR, VPT, LN, true> g(a, t, nv);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
 #pragma unroll
@@ -586,9 +661,9 @@ norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
         }
         RowCoef<LN> c;
         c.init(ring.stat(s, 0), LN ? ring.stat(s, 1) : 0.0f);
-        row_means<TPR, VPT, LN>(a, xv, dyv, t, nv, scratch.buf[parity][group], c);
+        row_means<TPR, VPT, LN>(a, g, xv, dyv, t, nv, scratch.buf[parity][group], c);
         if (row < a.M)
-            row_dx<TPR, VPT, LN>(a, xv, dyv, t, nv, row, c, cols);
+            row_dx<TPR, VPT, LN>(a, g, xv, dyv, t, nv, row, c, cols);
         s = s + 1 == STAGES ? 0 : s + 1;
     }
 
@@ -927,9 +1002,13 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
  * at 2^28; reports/h200/ab_norm_occ, ab_norm_cluster, ab_norm_cluster2).
  * LayerNorm, n in (512, 2048]: the plain row kernel (0.71-0.76 ->
  * 0.74-0.77; the prefetch's registers cost more occupancy than it hides).
- * n > 4096 (LayerNorm: up to 8192): dg/db in shared memory (SmemColumns'
- * comment has the numbers).  LayerNorm, n in (8192, 16384]: the staged
- * kernel with a 2-slot ring (norm_bwd_staged's comment has the numbers).
+ * RMSNorm n > 4096: dg/db in shared memory (SmemColumns' comment has the
+ * numbers).  LayerNorm, n in (2048, 8192]: pipelined with dg/db in shared
+ * memory, which frees the 64 accumulator registers the prefetch needs
+ * (reports/h200/ab_norm_lncols, with g in shared memory on both sides:
+ * n = 4096 0.77 -> 0.85 at 2^26, 0.93 -> 0.91 at 2^28; n = 8192 0.76 -> 0.85
+ * and 0.84 -> 0.93).  LayerNorm, n in (8192, 16384]: the staged kernel with
+ * a 2-slot ring (norm_bwd_staged's comment has the numbers).
  */
 template <bool LN>
 nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
@@ -940,8 +1019,8 @@ nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     if constexpr (LN) {
         if (nv <= 128)  return launch_vec_kind<RegColumns, 32, 4, LN>(ctx, a, slot);   /* n <= 1024  */
         if (nv <= 256)  return launch_vec_kind<RegColumns, 64, 4, LN>(ctx, a, slot);   /* n <= 2048  */
-        if (nv <= 512)  return launch_pipe_kind<RegColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096  */
-        if (nv <= 1024) return launch_vec_kind<SmemColumns, 256, 4, LN>(ctx, a, slot); /* n <= 8192  */
+        if (nv <= 512)  return launch_pipe_kind<SmemColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096 */
+        if (nv <= 1024) return launch_pipe_kind<SmemColumns, 256, 4, LN>(ctx, a, slot); /* n <= 8192 */
         if (nv <= 2048) return launch_staged_kind<512, 4, LN, 2>(ctx, a, slot);        /* n <= 16384 */
     } else {
         if (nv <= 128)  return launch_pipe_kind<RegColumns, 64, 2, LN>(ctx, a, slot);  /* n <= 1024  */

@@ -55,8 +55,11 @@ if has quickbench; then
   "$build/cli/normfuse" bench --quick --reps 10 --json "$out/bench-quick.json" | tee "$out/bench-quick.log" | tail -30
 fi
 if has bench; then
-  report_header "$out/bench.log" "normfuse bench --json bench.json --markdown bench.md"
-  "$build/cli/normfuse" bench --json "$out/bench.json" --markdown "$out/bench.md" >> "$out/bench.log" 2>&1 || echo "gpu_suite: bench failed"
+  # NF_BENCH_ARGS narrows the bench (normfuse bench's options), e.g. "--grid norm --op layernorm_bwd"
+  report_header "$out/bench.log" "normfuse bench ${NF_BENCH_ARGS:-} --json bench.json --markdown bench.md"
+  # shellcheck disable=SC2086  # the bench's options are a list
+  "$build/cli/normfuse" bench ${NF_BENCH_ARGS:-} --json "$out/bench.json" --markdown "$out/bench.md" >> "$out/bench.log" 2>&1 ||
+    echo "gpu_suite: bench failed"
   grep -E "=>|ceilings|ERR" "$out/bench.log" | tail -40
 fi
 if has profile; then

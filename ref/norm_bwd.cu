@@ -22,23 +22,18 @@
  * (reports/h200/ab_norm_pdl).
  *
  * Paths:
- *  - vectorised, n <= 8192 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
+ *  - vectorised, n <= 16384 (n % 8 == 0, ld % 8 == 0, 16-byte aligned x, dy,
  *    dx, g): persistent CTAs; a group of TPR threads owns a row, caches x and
  *    dy in registers (read once), reduces the two row sums, writes dx, and
  *    keeps its columns' dg/db contributions across all the rows it visits,
  *    in registers or, where a row is long (RMSNorm n > 4096, LayerNorm
- *    2048 < n <= 8192), in shared memory (the column policies below).  At the
+ *    n > 2048), in shared memory (the column policies below).  At the
  *    end the row groups of a CTA are combined in a fixed order and the CTA
  *    writes one partial row.  Where measured faster (launch_vec_by_n) the row
  *    loop is software-pipelined instead (norm_bwd_pipe): the next row's x/dy
  *    loads are in flight while the current row is reduced and stored.  g,
  *    the same columns on every row, is read once per kernel into registers
  *    or shared memory (RowG).
- *  - vectorised, LayerNorm 8192 < n <= 16384: the same, but the rows reach
- *    the registers through a shared-memory ring filled by cp.async a row
- *    ahead (norm_bwd_staged): a 512-thread CTA holding a row and the dg/db
- *    accumulators fills the register file, one row per SM, and the ring keeps
- *    the next row's loads in flight meanwhile.
  *  - vectorised, 16384 < n <= 32768: the same row kernel without the dg/db
  *    registers (they would spill), then a column-partial kernel that re-reads
  *    x and dy once for dg/db.
@@ -525,7 +520,8 @@ template <int TPR, int VPT, bool LN, class Cols> constexpr auto vec_kernel()
  * loop leaves HBM idle during each row's reduce + store and is latency bound).
  * Costs 8 VPT extra registers.  Used with 128-thread CTAs where the columns
  * live in registers, and with the columns in shared memory for RMSNorm n in
- * (4096, 8192] (512 threads) and LayerNorm n in (2048, 8192] (128 and 256).
+ * (4096, 8192] (512 threads) and LayerNorm n in (2048, 16384] (128, 256 and
+ * 512).
  * Alternating two tiles instead of copying nxt into cur (8 VPT + 2 moves a
  * row) was measured slower: RMSNorm n = 1024 0.93-0.94 -> 0.87-0.88,
  * LayerNorm n = 4096 0.75 -> 0.63-0.64 at 2^26 (reports/h200/ab_norm_loop).
@@ -534,15 +530,15 @@ template <int TPR, int VPT, bool LN, class Cols> constexpr auto vec_kernel()
  * 65536 / (CTA min)).  128-thread CTAs: 4 (128 regs) fits without spilling
  * everywhere except VPT = 4 with LayerNorm's extra db accumulators in
  * registers or TPR = 128, which get 3 (168 regs).  Wider CTAs: 64 registers
- * (512 x 2 RMSNorm: 64 regs), but LayerNorm with shared-memory columns
- * (256 x 4: 126 regs) gets 2.  Checked with -Xptxas -v: no spills.  More
+ * (512 x 2 RMSNorm: 64 regs), but LayerNorm with shared-memory columns 128
+ * (256 x 4 and 512 x 4: 126 regs).  Checked with -Xptxas -v: no spills.  More
  * CTAs than that were measured slower (reports/h200/ab_norm_occ: 5-6 CTAs of
  * 128 threads at n <= 2048, 2-9 % slower; capped to spill, up to 2.5x). */
 template <int TPR, int VPT, bool LN, class Cols> constexpr int pipe_min_ctas()
 {
     constexpr bool smem_cols = Cols::smem_bytes(1) > 0;
-    if constexpr (cta_threads<TPR>() > kMinCta) /* wider CTAs: as many as 64 registers allow */
-        return LN && smem_cols ? 2 : 65536 / (cta_threads<TPR>() * 64);
+    if constexpr (cta_threads<TPR>() > kMinCta) /* wider CTAs: as many as 64 (128) registers allow */
+        return 65536 / (cta_threads<TPR>() * (LN && smem_cols ? 128 : 64));
     return (VPT == 4 && !smem_cols && (LN || TPR > 64)) ? 3 : 4;
 }
 
@@ -580,97 +576,6 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 
     __shared__ float red[partials_red_floats<TPR, VPT>()];
     cols.write(a, t, group, nv, part_g, part_b, red);
-}
-
-/* ---- row kernel with rows staged in shared memory ---------------------------------------- */
-
-/*
- * Same math, operation order and dg/db partial layout as norm_bwd_vec;
- * the rows reach the registers through a ring of STAGES slots in shared memory
- * filled by cp.async, STAGES - 1 row groups ahead of the one being computed.
- * The register-cached kernels keep at most the current (plain) or the next
- * (pipelined) row in flight per group, and at n = 16384 a 512-thread CTA
- * holding one row, its prefetch and the dg/db accumulators does not fit the
- * register file; the ring keeps STAGES - 1 rows of loads in flight per group
- * at the cost of shared memory only.  Measured (reports/h200/ab_norm_staged,
- * ab_norm_pdl): only where the plain kernel runs one CTA per SM does it pay,
- * and with 2 slots: at n = 16384 0.65 -> 0.75 (RMSNorm) and 0.52 -> 0.56
- * (LayerNorm) of copy bandwidth at M n = 2^26, 0.69 -> 0.75 (LayerNorm) at
- * 2^28.  Deeper rings, or the ring at n <= 8192, cost more occupancy than
- * they hide latency (0.38-0.73 where the register-cached kernels reach
- * 0.51-0.96).  g from shared memory (RowG) took LayerNorm n = 16384 from
- * 0.58 to 0.62-0.63 at 2^26 and 0.77 to 0.88 at 2^28
- * (reports/h200/ab_norm_lncols).  The ring's first slot doubles as the
- * partials' reduction buffer at the end (one slot's vectors are exactly
- * partials_red_floats floats).
- */
-template <int TPR, int VPT, bool LN, int STAGES>
-using BwdRing = NfRowRing<2, LN ? 2 : 1, VPT, cta_threads<TPR>(), STAGES>;
-
-template <int TPR, int VPT, bool LN, int STAGES>
-__global__ void __launch_bounds__(cta_threads<TPR>())
-norm_bwd_staged(const nf_norm_bwd_args a, float *part_g, float *part_b)
-{
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
-    static_assert(STAGES >= 2, "a ring of one slot keeps nothing in flight");
-    __shared__ RowScratch<TPR, ROWS> scratch;
-    extern __shared__ uint4 ring_smem[];
-    const BwdRing<TPR, VPT, LN, STAGES> ring(ring_smem);
-    const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
-    const int nv = (int)(a.n / NF_VEC);
-
-    /* Copies of row group rg into slot s, as one cp.async group; rows >= M and
-     * columns >= n zero-filled (always committed, so the group count stays
-     * uniform and wait_group<STAGES - 1> always means "slot of this row ready"). */
-    auto stage = [&](int64_t rg, int s) {
-        const int64_t row = rg * ROWS + group;
-        const bool live = row < a.M;
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const int v = t + k * TPR;
-            const bool in = live && v < nv;
-            const int64_t off = in ? (int64_t)v * NF_VEC : 0;
-            nf_cp_async16(&ring.vec(s, 0, k), a.x + (in ? row * a.ldx : 0) + off, in);
-            nf_cp_async16(&ring.vec(s, 1, k), a.dy + (in ? row * a.lddy : 0) + off, in);
-        }
-        nf_cp_async4(&ring.stat(s, 0), a.rstd + (live ? row : 0), live);
-        if constexpr (LN)
-            nf_cp_async4(&ring.stat(s, 1), a.mean + (live ? row : 0), live);
-        nf_cp_async_commit();
-    };
-
-    RegColumns<TPR, VPT, LN> cols(nullptr, nv, t);
-    const RowG<TPR, VPT, LN, true> g(a, t, nv);
-
-    nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s)
-        stage(blockIdx.x + (int64_t)s * gridDim.x, s);
-    int s = 0, parity = 0; /* the slot of row group rg; its scratch buffer */
-    for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x, parity ^= 1) {
-        /* refill the slot read last iteration (by this thread only, already consumed) */
-        stage(rg + (int64_t)(STAGES - 1) * gridDim.x, s == 0 ? STAGES - 1 : s - 1);
-        nf_cp_async_wait<STAGES - 1>();
-
-        const int64_t row = rg * ROWS + group;
-        uint4 xv[VPT], dyv[VPT];
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            xv[k] = ring.vec(s, 0, k);
-            dyv[k] = ring.vec(s, 1, k);
-        }
-        RowCoef<LN> c;
-        c.init(ring.stat(s, 0), LN ? ring.stat(s, 1) : 0.0f);
-        row_means<TPR, VPT, LN>(a, g, xv, dyv, t, nv, scratch.buf[parity][group], c);
-        if (row < a.M)
-            row_dx<TPR, VPT, LN>(a, g, xv, dyv, t, nv, row, c, cols);
-        s = s + 1 == STAGES ? 0 : s + 1;
-    }
-
-    /* the trailing copies (rows past M, zero-filled) land before the ring is reused */
-    nf_cp_async_wait<0>();
-    __syncthreads();
-    cols.write(a, t, group, nv, part_g, part_b, reinterpret_cast<float *>(ring_smem));
 }
 
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
@@ -974,23 +879,6 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
 }
 
-/* Staged path: rows through the shared-memory ring, balanced persistent grid
- * (occupancy counted with the ring). */
-template <int TPR, int VPT, bool LN, int STAGES>
-nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
-{
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
-    constexpr size_t smem = BwdRing<TPR, VPT, LN, STAGES>::kBytes;
-    static_assert(BwdRing<TPR, VPT, LN, 1>::kBytes >= partials_red_floats<TPR, VPT>() * sizeof(float),
-                  "one ring slot holds the partials' reduction");
-    static_assert(RegColumns<TPR, VPT, LN>::kOn, "the staged kernel sums dg/db in registers");
-    auto kernel = norm_bwd_staged<TPR, VPT, LN, STAGES>;
-    NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    int64_t grid;
-    NF_TRY(balanced_grid(ctx, kernel, CTA, smem, (a->M + ROWS - 1) / ROWS, &grid));
-    return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
-}
-
 /*
  * Kernel and (threads per row TPR, vectors per thread VPT) by row length for
  * the vectorised path, per kind, chosen by measurement on the H200 (bench
@@ -1007,8 +895,10 @@ nf_status launch_staged_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slo
  * memory, which frees the 64 accumulator registers the prefetch needs
  * (reports/h200/ab_norm_lncols, with g in shared memory on both sides:
  * n = 4096 0.77 -> 0.85 at 2^26, 0.93 -> 0.91 at 2^28; n = 8192 0.76 -> 0.85
- * and 0.84 -> 0.93).  LayerNorm, n in (8192, 16384]: the staged kernel with
- * a 2-slot ring (norm_bwd_staged's comment has the numbers).
+ * and 0.84 -> 0.93) and, as 512 x 4 at one CTA per SM, n in (8192, 16384]
+ * (reports/h200/ab_norm_ln16k: 0.63 -> 0.79 and 0.88 -> 0.94, against a
+ * kernel that fed the rows through a cp.async ring in shared memory with the
+ * columns in registers, ref/NOTES.md items 3 and 24).
  */
 template <bool LN>
 nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
@@ -1021,7 +911,7 @@ nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         if (nv <= 256)  return launch_vec_kind<RegColumns, 64, 4, LN>(ctx, a, slot);   /* n <= 2048  */
         if (nv <= 512)  return launch_pipe_kind<SmemColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096 */
         if (nv <= 1024) return launch_pipe_kind<SmemColumns, 256, 4, LN>(ctx, a, slot); /* n <= 8192 */
-        if (nv <= 2048) return launch_staged_kind<512, 4, LN, 2>(ctx, a, slot);        /* n <= 16384 */
+        if (nv <= 2048) return launch_pipe_kind<SmemColumns, 512, 4, LN>(ctx, a, slot); /* n <= 16384 */
     } else {
         if (nv <= 128)  return launch_pipe_kind<RegColumns, 64, 2, LN>(ctx, a, slot);  /* n <= 1024  */
         if (nv <= 256)  return launch_pipe_kind<RegColumns, 128, 2, LN>(ctx, a, slot); /* n <= 2048  */

@@ -71,60 +71,6 @@ __device__ __forceinline__ void nf_stg8(nf_bf16 *p, const uint4 &v)
     *reinterpret_cast<uint4 *>(p) = v;
 }
 
-/* ---- cp.async: rows staged through shared memory ------------------------------------ */
-
-/* 16 bytes global -> shared, asynchronously (LDGSTS, bypassing L1); when
- * !valid nothing is read and the 16 bytes are zero-filled (gmem must still be
- * a valid address). */
-__device__ __forceinline__ void nf_cp_async16(void *smem, const void *gmem, bool valid)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
-                 "r"(valid ? 16 : 0)
-                 : "memory");
-}
-/* 4 bytes, the same contract. */
-__device__ __forceinline__ void nf_cp_async4(void *smem, const void *gmem, bool valid)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem),
-                 "r"(valid ? 4 : 0)
-                 : "memory");
-}
-/* Close the thread's current group of cp.async copies. */
-__device__ __forceinline__ void nf_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-/* Wait until at most PENDING of the thread's groups are in flight; the
- * completed groups' bytes are then visible to this thread (only: other
- * threads need a barrier). */
-template <int PENDING> __device__ __forceinline__ void nf_cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
-
-/*
- * Shared-memory ring of STAGES row slots for a CTA of CTA threads: per slot,
- * W operands of VPT 16-byte vectors per thread and NSTAT fp32 per thread (the
- * row's saved statistics).  Each thread copies into and reads back only its
- * own entries ([stage][operand][k][thread], consecutive threads on
- * consecutive 16 bytes: no bank conflicts), so cp.async.wait_group alone
- * makes a slot ready: no barrier.  The vectors of one slot are
- * CTA * VPT * W * 16 bytes.
- */
-template <int W, int NSTAT, int VPT, int CTA, int STAGES>
-struct NfRowRing {
-    static constexpr int kVecs = STAGES * W * VPT * CTA;
-    static constexpr size_t kBytes = (size_t)kVecs * 16 + (size_t)STAGES * NSTAT * CTA * 4;
-    uint4 *vecs;
-    float *stats;
-    __device__ explicit NfRowRing(void *smem)
-        : vecs(static_cast<uint4 *>(smem)), stats(reinterpret_cast<float *>(vecs + kVecs)) {}
-    __device__ uint4 &vec(int stage, int w, int k) const
-    {
-        return vecs[((stage * W + w) * VPT + k) * CTA + threadIdx.x];
-    }
-    __device__ float &stat(int stage, int i) const { return stats[(stage * NSTAT + i) * CTA + threadIdx.x]; }
-};
-
 /* ---- programmatic dependent launch ------------------------------------------------- */
 
 /* In a kernel whose successor on the stream was launched with

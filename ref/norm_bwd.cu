@@ -108,7 +108,7 @@ struct RowG {
     static constexpr bool kRegs = cta_threads<TPR>() == kMinCta && VPT * (LN ? 2 : 1) <= 4;
     static constexpr bool kShared = SHARED && !kRegs;
     uint4 g[kRegs ? VPT : 1];
-    const uint4 *gs;            /* kShared: the CTA's copy, vector v at gs[v] */
+    const uint4 *gs;            /* kShared only (unset otherwise): the CTA's copy, vector v at gs[v] */
     const nf_norm_bwd_args &a;  /* neither: g read through the kernel's parameters */
 
     /* Every thread of the block constructs it (kShared synchronises the block). */
@@ -230,8 +230,11 @@ struct RowScratch {
  * columns take LayerNorm n = 8192 from 158.7 / 475.4 to 132.1 / 454.5 us,
  * RMSNorm n = 8192 from 126.9 / 421.6 to 115.6 / 419.2 and n = 16384 from
  * 128.6 / 467.5 to 120.3 / 419.6; at n = 4096 (3-7 CTAs per SM already) and
- * for LayerNorm at n = 16384 (one 512-thread CTA per SM either way) they
- * lose or tie, and the register forms stay there.
+ * for LayerNorm at n = 16384 (one 512-thread CTA per SM either way) they lost
+ * or tied in the plain and staged loops.  Under the pipelined loop, whose
+ * prefetch needs the registers they free, they win for LayerNorm at every
+ * n > 2048 (launch_vec_by_n has the numbers); RMSNorm n = 4096 keeps its
+ * registers.
  */
 template <int TPR, int VPT, bool LN>
 struct NoColumns {

@@ -196,6 +196,15 @@ static const norm_case vec_cases[] = {
     {NF_NORM_LAYER, 211, 6144, 0, 0, 1, 1, 0.0, 0.0},
     {NF_NORM_RMS, 2000, 12288, 0, 0, 1, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 33, 16384, 0, 0, 1, 1, 10.0, 0.0},
+    /* the backward's pipelined LayerNorm kernels with shared-memory columns
+     * (128 x 4 up to n = 4096, 512 x 4 up to 16384), g in shared memory or,
+     * without g, ones there; a thread's last vectors past n */
+    {NF_NORM_LAYER, 517, 3000, 8, 0, 0, 1, 10.0, 0.0},
+    {NF_NORM_LAYER, 257, 12000, 0, 0, 0, 1, 0.0, 0.0},
+    {NF_NORM_LAYER, 300, 12000, 8, 0, 1, 1, 3.0, 0.01},
+    /* g held in registers (128-thread CTAs), a thread's last vector past n */
+    {NF_NORM_RMS, 1000, 1000, 0, 0, 1, 0, 0.0, 0.0},
+    {NF_NORM_LAYER, 999, 400, 0, 0, 0, 1, 0.0, 0.0},
     {NF_NORM_LAYER, 9, 32768, 0, 0, 1, 1, 0.0, 0.0},
     {NF_NORM_RMS, 5, 65536, 0, 0, 1, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 3, 65536, 0, 0, 1, 1, 1000.0, 0.0},

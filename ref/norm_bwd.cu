@@ -85,6 +85,19 @@ struct RowCoef {
     }
 };
 
+/* f(k, v) for each of the thread's vectors v = t + k TPR (k < VPT) that lie
+ * inside the row (v < nv): the columns a row kernel's thread owns. */
+template <int TPR, int VPT, class F>
+__device__ __forceinline__ void own_vectors(int t, int nv, F &&f)
+{
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+        const int v = t + k * TPR;
+        if (v < nv)
+            f(k, v);
+    }
+}
+
 /*
  * The thread's columns of g.  A thread visits the same vectors v = t + k TPR
  * on every row it owns, so g is not read from global memory per row and pass
@@ -307,15 +320,12 @@ struct RegColumns {
                     part[(int64_t)blockIdx.x * a.n + col] = s;
                 }
             } else {
+                own_vectors<TPR, VPT>(t, nv, [&](int k, int v) {
 #pragma unroll
-                for (int k = 0; k < VPT; ++k) {
-                    const int v = t + k * TPR;
-                    if (v < nv)
-#pragma unroll
-                        for (int e = 0; e < NF_VEC; ++e)
-                            part[(int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC + e] =
-                                which == 0 ? g[k][e] : b[LN ? k : 0][e];
-                }
+                    for (int e = 0; e < NF_VEC; ++e)
+                        part[(int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC + e] =
+                            which == 0 ? g[k][e] : b[LN ? k : 0][e];
+                });
             }
         }
     }
@@ -337,14 +347,11 @@ struct SmemColumns {
     __device__ __forceinline__ SmemColumns(void *smem, int nv_, int t)
         : planes(static_cast<float4 *>(smem)), nv(nv_)
     {
+        own_vectors<TPR, VPT>(t, nv, [&](int, int v) {
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const int v = t + k * TPR;
-            if (v < nv)
-#pragma unroll
-                for (int p = 0; p < kPlanes; ++p)
-                    planes[p * nv + v] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
+            for (int p = 0; p < kPlanes; ++p)
+                planes[p * nv + v] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        });
     }
     /* begin(v) brings vector v's sums into cur, end(v) puts them back */
     __device__ __forceinline__ void begin(int v)
@@ -371,11 +378,7 @@ struct SmemColumns {
     __device__ __forceinline__ void write(const nf_norm_bwd_args &a, int t, int, int, float *part_g,
                                           float *part_b, float *) const
     {
-#pragma unroll
-        for (int k = 0; k < VPT; ++k) {
-            const int v = t + k * TPR;
-            if (v >= nv)
-                continue;
+        own_vectors<TPR, VPT>(t, nv, [&](int, int v) {
             for (int which = 0; which < (LN ? 2 : 1); ++which) {
                 float *part = which == 0 ? part_g : part_b;
                 if (!part)
@@ -384,7 +387,7 @@ struct SmemColumns {
                 dst[0] = planes[(2 * which) * nv + v];
                 dst[1] = planes[(2 * which + 1) * nv + v];
             }
-        }
+        });
     }
 };
 

@@ -44,11 +44,9 @@
 
 namespace {
 
-constexpr int kMinCta = 128;
 /* Shared memory of an SM that CTAs can have (sm_90: 228 KB), and what the
  * system reserves per CTA (1 KB) */
 constexpr size_t kSmemPerSm = 228 * 1024, kSmemPerCta = 1024;
-template <int TPR> constexpr int cta_threads() { return TPR < kMinCta ? kMinCta : TPR; }
 
 /*
  * Per-row coefficients of the backward.  Both kinds go through
@@ -118,7 +116,7 @@ __device__ __forceinline__ void own_vectors(int t, int nv, F &&f)
  */
 template <int TPR, int VPT, bool LN, bool SHARED>
 struct RowG {
-    static constexpr bool kRegs = cta_threads<TPR>() == kMinCta && VPT * (LN ? 2 : 1) <= 4;
+    static constexpr bool kRegs = nf_cta_threads<TPR>() == kNfMinCta && VPT * (LN ? 2 : 1) <= 4;
     static constexpr bool kShared = SHARED && !kRegs;
     uint4 g[kRegs ? VPT : 1];
     const uint4 *gs;            /* kShared only (unset otherwise): the CTA's copy, vector v at gs[v] */
@@ -137,7 +135,7 @@ struct RowG {
             }
         } else if constexpr (kShared) {
             __shared__ uint4 g_smem[TPR * VPT];
-            for (int v = threadIdx.x; v < nv; v += cta_threads<TPR>())
+            for (int v = threadIdx.x; v < nv; v += nf_cta_threads<TPR>())
                 g_smem[v] = a.g ? nf_ldg8(a.g + (int64_t)v * NF_VEC) : ones;
             __syncthreads();
             gs = g_smem;
@@ -216,7 +214,7 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const G &g,
  * inside the spread. */
 template <int TPR, int ROWS>
 struct RowScratch {
-    static constexpr int kFloats = 2 * (TPR > NF_WARP ? TPR / NF_WARP : 1); /* nf_group_sum2 */
+    static constexpr int kFloats = 2 * nf_group_scratch_floats<TPR>(); /* nf_group_sum2 */
     float buf[2][ROWS][kFloats];
 };
 
@@ -264,7 +262,7 @@ struct NoColumns {
  * thread per vector), none otherwise. */
 template <int TPR, int VPT> constexpr int partials_red_floats()
 {
-    return cta_threads<TPR>() > TPR ? cta_threads<TPR>() * VPT * NF_VEC : 1;
+    return nf_cta_threads<TPR>() > TPR ? nf_cta_threads<TPR>() * VPT * NF_VEC : 1;
 }
 
 template <int TPR, int VPT, bool LN>
@@ -299,7 +297,7 @@ struct RegColumns {
     __device__ __forceinline__ void write(const nf_norm_bwd_args &a, int t, int group, int nv,
                                           float *part_g, float *part_b, float *red) const
     {
-        constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+        constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
         constexpr int COLS = TPR * VPT * NF_VEC; /* columns a group covers */
         for (int which = 0; which < (LN ? 2 : 1); ++which) {
             float *part = which == 0 ? part_g : part_b;
@@ -336,7 +334,7 @@ __device__ __forceinline__ float &nf_f4(float4 &f, int i) { return i == 0 ? f.x 
 
 template <int TPR, int VPT, bool LN>
 struct SmemColumns {
-    static_assert(cta_threads<TPR>() == TPR, "one row group per CTA");
+    static_assert(nf_cta_threads<TPR>() == TPR, "one row group per CTA");
     static constexpr bool kOn = true;
     static constexpr int kPlanes = LN ? 4 : 2;
     static constexpr size_t smem_bytes(int64_t nv) { return (size_t)kPlanes * nv * sizeof(float4); }
@@ -454,7 +452,7 @@ __device__ __forceinline__ void load_stats(const nf_norm_bwd_args &a, int64_t ro
 template <int TPR, int VPT, bool LN, class Cols>
 __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_g, float *part_b)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     __shared__ RowScratch<TPR, ROWS> scratch;
     extern __shared__ float4 cols_smem[]; /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
@@ -469,7 +467,9 @@ __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_
         const int64_t row = rg * ROWS + group;
         RowTile<VPT> cur;
         load_row<TPR, VPT, LN>(a, row, t, nv, cur);
-        RowCoef<LN> c; /* the statistics read after x and dy: no registers held across the loads */
+        /* the statistics read here rather than by load_stats into the tile:
+         * through the tile, ptxas spills in the 1024-thread column-free kernel */
+        RowCoef<LN> c;
         c.init(row < a.M ? a.rstd[row] : 0.0f, (LN && row < a.M) ? a.mean[row] : 0.0f);
         row_means<TPR, VPT, LN>(a, g, cur.x, cur.dy, t, nv, scratch.buf[parity][group], c);
         if (row < a.M)
@@ -484,7 +484,7 @@ __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_
 
 /* Columns in registers (RegColumns) or none (NoColumns). */
 template <int TPR, int VPT, bool LN, class Cols>
-__global__ void __launch_bounds__(cta_threads<TPR>())
+__global__ void __launch_bounds__(nf_cta_threads<TPR>())
 norm_bwd_vec(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     vec_rows<TPR, VPT, LN, Cols>(a, part_g, part_b);
@@ -497,12 +497,12 @@ template <int TPR, int VPT, class Cols> constexpr int smem_min_ctas()
 {
     constexpr size_t smem = Cols::smem_bytes(TPR * VPT);
     constexpr int by_smem = (int)(kSmemPerSm / (smem + kSmemPerCta));
-    constexpr int by_regs = 65536 / (cta_threads<TPR>() * 64);
+    constexpr int by_regs = 65536 / (nf_cta_threads<TPR>() * 64);
     return by_smem < 1 ? 1 : by_smem < by_regs ? by_smem : by_regs;
 }
 
 template <int TPR, int VPT, bool LN, class Cols>
-__global__ void __launch_bounds__(cta_threads<TPR>(), (smem_min_ctas<TPR, VPT, Cols>()))
+__global__ void __launch_bounds__(nf_cta_threads<TPR>(), (smem_min_ctas<TPR, VPT, Cols>()))
 norm_bwd_vec_smem(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     vec_rows<TPR, VPT, LN, Cols>(a, part_g, part_b);
@@ -543,16 +543,16 @@ template <int TPR, int VPT, bool LN, class Cols> constexpr auto vec_kernel()
 template <int TPR, int VPT, bool LN, class Cols> constexpr int pipe_min_ctas()
 {
     constexpr bool smem_cols = Cols::smem_bytes(1) > 0;
-    if constexpr (cta_threads<TPR>() > kMinCta) /* wider CTAs: as many as 64 (128) registers allow */
-        return 65536 / (cta_threads<TPR>() * (LN && smem_cols ? 128 : 64));
+    if constexpr (nf_cta_threads<TPR>() > kNfMinCta) /* wider CTAs: as many as 64 (128) registers allow */
+        return 65536 / (nf_cta_threads<TPR>() * (LN && smem_cols ? 128 : 64));
     return (VPT == 4 && !smem_cols && (LN || TPR > 64)) ? 3 : 4;
 }
 
 template <int TPR, int VPT, bool LN, class Cols>
-__global__ void __launch_bounds__(cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN, Cols>()))
+__global__ void __launch_bounds__(nf_cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT, LN, Cols>()))
 norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     __shared__ RowScratch<TPR, ROWS> scratch;
     extern __shared__ float4 cols_smem[]; /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
@@ -587,11 +587,11 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
 
 template <int TPR, bool LN>
-__global__ void __launch_bounds__(cta_threads<TPR>())
+__global__ void __launch_bounds__(nf_cta_threads<TPR>())
 norm_bwd_scalar(const nf_norm_bwd_args a)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR, WARPS = TPR / NF_WARP;
-    __shared__ float scratch[ROWS][2 * (WARPS > 1 ? WARPS : 1)]; /* nf_group_sum2 */
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
+    __shared__ float scratch[ROWS][2 * nf_group_scratch_floats<TPR>()]; /* nf_group_sum2 */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int64_t row = (int64_t)blockIdx.x * ROWS + group;
     const bool live = row < a.M;
@@ -775,7 +775,7 @@ nf_status columns(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 template <int TPR>
 nf_status launch_scalar(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     const int64_t blocks = (a->M + ROWS - 1) / ROWS;
     cudaStream_t st = nf_stream_of(ctx);
     if (a->kind == NF_NORM_LAYER)
@@ -847,7 +847,7 @@ template <template <int, int, bool> class ColsOf, int TPR, int VPT, bool LN>
 nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
     using Cols = ColsOf<TPR, VPT, LN>;
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     auto kernel = vec_kernel<TPR, VPT, LN, Cols>();
     const int64_t groups = (a->M + ROWS - 1) / ROWS;
     size_t smem;
@@ -876,7 +876,7 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
     using Cols = ColsOf<TPR, VPT, LN>;
     static_assert(Cols::kOn, "the pipelined kernel sums dg/db");
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     auto kernel = norm_bwd_pipe<TPR, VPT, LN, Cols>;
     size_t smem;
     NF_TRY(columns_smem<Cols>(kernel, a, &smem));

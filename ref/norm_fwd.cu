@@ -27,10 +27,6 @@
 
 namespace {
 
-constexpr int kMinCta = 128; /* threads per CTA when TPR is a warp */
-
-template <int TPR> constexpr int cta_threads() { return TPR < kMinCta ? kMinCta : TPR; }
-
 /* ---- row statistics, shared by both paths ------------------------------------------ */
 
 /* y = (x s - mu_s) r_s (g) (+ b): s = 1, mu_s = mean, r_s = rstd except on the
@@ -49,9 +45,7 @@ struct RowStats {
  * a rare third and fourth pass on x * s (see nf_pow2_scale), with the final
  * rstd formed in double so that neither it nor r_s is rounded twice.
  */
-template <int TPR> constexpr int scratch_floats() { return TPR > NF_WARP ? TPR / NF_WARP : 1; }
-
-/* scratch: 2 scratch_floats<TPR>() floats of the group's, untouched since the
+/* scratch: 2 nf_group_scratch_floats<TPR>() floats of the group's, untouched since the
  * block began (a CTA per row group): the mean and the sum of squares reduce
  * through a buffer each, so neither needs the barrier that guards a reused
  * buffer; the rare rescaling pass reuses the first with that barrier. */
@@ -59,7 +53,7 @@ template <int TPR, bool LN, class Row>
 __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float eps, float *scratch)
 {
     const float fn = (float)n;
-    float *const ss_scratch = scratch + (LN ? scratch_floats<TPR>() : 0);
+    float *const ss_scratch = scratch + (LN ? nf_group_scratch_floats<TPR>() : 0);
     float mu = 0.0f;
     if constexpr (LN) {
         float s = 0.0f;
@@ -76,7 +70,7 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
     RowStats st = {1.0f, mu, rstd, mu, rstd};
 
     const bool rescale = nf_sum_out_of_range(ss);
-    if (nf_group_any<TPR, cta_threads<TPR>() / TPR>(rescale)) {
+    if (nf_group_any<TPR, nf_cta_threads<TPR>() / TPR>(rescale)) {
         float mx = 0.0f;
         row([&](float v) { mx = fmaxf(mx, fabsf(v)); });
         mx = nf_group_max<TPR>(mx, scratch);
@@ -106,11 +100,11 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
 
 /* One row per TPR-thread group; VPT 8-element vectors per thread. */
 template <int TPR, int VPT, bool LN>
-__global__ void __launch_bounds__(cta_threads<TPR>())
+__global__ void __launch_bounds__(nf_cta_threads<TPR>())
 norm_fwd_vec(const nf_norm_fwd_args a)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
-    __shared__ float scratch[ROWS][2 * scratch_floats<TPR>()];
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
+    __shared__ float scratch[ROWS][2 * nf_group_scratch_floats<TPR>()];
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int64_t row = (int64_t)blockIdx.x * ROWS + group;
     const bool live = row < a.M;
@@ -179,11 +173,11 @@ norm_fwd_vec(const nf_norm_fwd_args a)
 /* ---- scalar fallback ------------------------------------------------------------ */
 
 template <int TPR, bool LN>
-__global__ void __launch_bounds__(cta_threads<TPR>())
+__global__ void __launch_bounds__(nf_cta_threads<TPR>())
 norm_fwd_scalar(const nf_norm_fwd_args a)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
-    __shared__ float scratch[ROWS][2 * scratch_floats<TPR>()];
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
+    __shared__ float scratch[ROWS][2 * nf_group_scratch_floats<TPR>()];
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int64_t row = (int64_t)blockIdx.x * ROWS + group;
     const bool live = row < a.M;
@@ -221,7 +215,7 @@ norm_fwd_scalar(const nf_norm_fwd_args a)
 template <int TPR, int VPT, bool LN>
 nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     const int64_t blocks = (a->M + ROWS - 1) / ROWS;
     norm_fwd_vec<TPR, VPT, LN><<<(unsigned)blocks, CTA, 0, st>>>(*a);
     NF_CUDA_LAUNCHED("norm_fwd_vec");
@@ -264,7 +258,7 @@ nf_status launch_vec_by_n(const nf_norm_fwd_args *a, cudaStream_t st)
 template <int TPR>
 nf_status launch_scalar(const nf_norm_fwd_args *a, cudaStream_t st)
 {
-    constexpr int CTA = cta_threads<TPR>(), ROWS = CTA / TPR;
+    constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     const int64_t blocks = (a->M + ROWS - 1) / ROWS;
     if (a->kind == NF_NORM_LAYER)
         norm_fwd_scalar<TPR, true><<<(unsigned)blocks, CTA, 0, st>>>(*a);

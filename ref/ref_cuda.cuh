@@ -86,6 +86,15 @@ __device__ __forceinline__ void nf_pdl_wait() { asm volatile("griddepcontrol.wai
 
 /* ---- reductions ---------------------------------------------------------------- */
 
+/* The row kernels' CTAs: a group of TPR threads per row, and at least
+ * kNfMinCta threads per CTA (several row groups when TPR is smaller). */
+constexpr int kNfMinCta = 128;
+template <int TPR> constexpr int nf_cta_threads() { return TPR < kNfMinCta ? kNfMinCta : TPR; }
+
+/* Floats of shared scratch one reduction over a group of GROUP threads needs
+ * (nf_group_reduce; nf_group_sum2 takes twice as many). */
+template <int GROUP> constexpr int nf_group_scratch_floats() { return GROUP > NF_WARP ? GROUP / NF_WARP : 1; }
+
 /* Reduce v over the GROUP threads (a multiple of 32, or 32) that share a row
  * with op (+ or max).  scratch: GROUP/32 floats per group, distinct per
  * group; every thread of the block must call it (it synchronises the block

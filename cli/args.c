@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -70,6 +71,22 @@ int nf_arg_f64(const char *cmd, const char *opt, const char *text, double lo, do
     }
     *out = v;
     return 0;
+}
+
+int nf_arg_choice(const char *cmd, const char *opt, const char *text, const char *const *names, int count,
+                  int *index)
+{
+    for (int i = 0; text && i < count; ++i)
+        if (!strcmp(text, names[i])) {
+            *index = i;
+            return 0;
+        }
+    char what[256] = "is not ";
+    for (int i = 0; i < count; ++i) {
+        const size_t len = strlen(what);
+        snprintf(what + len, sizeof what - len, "%s%s", i == 0 ? "" : i + 1 < count ? ", " : " or ", names[i]);
+    }
+    return fail(cmd, opt, text, what);
 }
 
 int nf_arg_seed(const char *cmd, uint64_t fallback, uint64_t *out)

@@ -32,6 +32,10 @@ int nf_arg_int(const char *cmd, const char *opt, const char *text, int lo, int h
 int nf_arg_u64(const char *cmd, const char *opt, const char *text, uint64_t *out);
 int nf_arg_f64(const char *cmd, const char *opt, const char *text, double lo, double hi, double *out);
 int nf_arg_seed(const char *cmd, uint64_t fallback, uint64_t *out);
+/* A word of names[0..count-1]: *index its position, else "OPT: 'TEXT' is not
+ * a, b or c" and -1. */
+int nf_arg_choice(const char *cmd, const char *opt, const char *text, const char *const *names, int count,
+                  int *index);
 /* "--name" of the long option getopt_long just returned as ch at index li
  * (for the messages above; "?" for an unknown one).  One static buffer. */
 struct option;

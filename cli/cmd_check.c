@@ -101,13 +101,13 @@ int nf_cmd_check(int argc, char **argv)
         case 'o': if (nf_op_parse(optarg, &c.op)) goto usage; break;
         case 'i': impl = optarg; break;
         case 'S': shape = optarg; break;
-        case 'k':
-            if (strcmp(optarg, "ln") && strcmp(optarg, "rms")) {
-                fprintf(stderr, "normfuse check: %s: '%s' is not rms or ln\n", opt, optarg);
-                return 2;
-            }
-            c.kind = !strcmp(optarg, "ln") ? NF_NORM_LAYER : NF_NORM_RMS;
+        case 'k': {
+            static const char *const kinds[] = {"rms", "ln"};
+            int k;
+            if (nf_arg_choice("check", opt, optarg, kinds, 2, &k)) return 2;
+            c.kind = k ? NF_NORM_LAYER : NF_NORM_RMS;
             break;
+        }
         case 'D': if (nf_dist_parse(optarg, &c.dist)) goto usage; break;
         case 'a': if (nf_activation_parse(optarg, &c.act)) goto usage; break;
         case 's': if (nf_arg_u64("check", opt, optarg, &c.seed)) return 2; break;
@@ -121,14 +121,14 @@ int nf_cmd_check(int argc, char **argv)
         case 'g': case 'b': case 'c': case 'R': case 'C': case 'K': /* switches: 0 or 1 */
             if (nf_arg_int("check", opt, optarg, 0, 1, switch_of(&c, ch))) return 2;
             break;
-        case 'O':
-            if (strcmp(optarg, "auto") && strcmp(optarg, "mpfr") && strcmp(optarg, "fast")) {
-                fprintf(stderr, "normfuse check: %s: '%s' is not auto, mpfr or fast\n", opt, optarg);
-                return 2;
-            }
-            ro.oracle = !strcmp(optarg, "mpfr") ? NF_ORACLE_MPFR : !strcmp(optarg, "fast") ? NF_ORACLE_FAST
-                                                                                           : NF_ORACLE_AUTO;
+        case 'O': {
+            static const char *const names[] = {"auto", "mpfr", "fast"};
+            static const nf_oracle_kind oracles[] = {NF_ORACLE_AUTO, NF_ORACLE_MPFR, NF_ORACLE_FAST};
+            int k;
+            if (nf_arg_choice("check", opt, optarg, names, 3, &k)) return 2;
+            ro.oracle = oracles[k];
             break;
+        }
         case 'n': {
             char *eq = strchr(optarg, '=');
             if (!eq || nin == MAX_INPUTS)

@@ -16,6 +16,9 @@
  *            column blocks; the k16 slice kk starts at +16*128*kk bytes.
  * Accumulator fragment of m64nN (thread t of the warpgroup, w = t/32,
  * l = t%32): d[4j + 2h + e] holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e.
+ * That is the fragment of an 8x8 b16 matrix of stmatrix (lane l: row l/4,
+ * columns 2(l%4) + e), so a warp stores a 16x16 block of d's rows with one
+ * stmatrix.x4 once the pairs are packed to bf16x2.
  */
 #ifndef NF_HOPPER_WGMMA_CUH
 #define NF_HOPPER_WGMMA_CUH
@@ -131,6 +134,24 @@ __device__ __forceinline__ void wgmma_bmn(float (&d)[BN / 2], uint64_t desc_a, u
         wgmma_m64n128k16_bf16_bmn(d, desc_a, desc_b, scale_d);
     else
         wgmma_m64n256k16_bf16_bmn(d, desc_a, desc_b, scale_d);
+}
+
+/* bf16x2(lo, hi) as a 32-bit register, round to nearest even (lo in the low half). */
+__device__ __forceinline__ uint32_t bf16x2_bits(float lo, float hi)
+{
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+/* stmatrix .x4: four 8x8 b16 matrices to shared memory; lane l gives the
+ * address of row l % 8 of matrix l / 8 and holds (row l/4, columns 2(l%4),
+ * 2(l%4) + 1) of matrix i in r_i. */
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0),
+                 "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
 }
 
 } // namespace nf_hopper

@@ -21,7 +21,9 @@
  *
  * For the pre-norm grid each shape is timed four ways: the fused kernel,
  * the unfused pipeline (ref RMSNorm, then cuBLASLt), cuBLASLt alone and the
- * ref RMSNorm alone, giving
+ * ref RMSNorm alone, in turn within each repetition (time_interleaved: the
+ * SM clock drifts under a sustained GEMM load, and the four are compared with
+ * each other), giving
  *     hidden% = (t_gemm + t_norm - t_fused) / t_norm,
  *     speedup = t_unfused / t_fused.
  *
@@ -156,6 +158,53 @@ fail:
     return median;
 }
 
+/*
+ * Median times in microseconds of n launches timed in turn: after their
+ * warm-ups, repetition i times launch 0, 1, ..., n-1, each after its own
+ * flush.  The pre-norm grid compares its cases with each other (fused against
+ * cuBLASLt alone), and the H200 lowers its SM clock as a sustained GEMM load
+ * heats it: timed one after the other, the same kernel read up to 18 % slower
+ * in the later block (reports/h200/ab_prenorm_epi); in turn, every case sees
+ * the same clocks.  us[k] < 0 and *st set where launch k failed.
+ */
+static void time_interleaved(bench *b, int n, const launch_fn *launch, const void *const *args,
+                             double *us, nf_status *st)
+{
+    float *ms = calloc((size_t)b->reps * (size_t)n, sizeof *ms);
+    for (int k = 0; k < n; ++k)
+        us[k] = -1.0;
+    *st = NF_OK;
+    if (!ms) {
+        *st = nf_fail(NF_ERR_OUT_OF_MEMORY, "normfuse bench", "no host memory for %d x %d times", n, b->reps);
+        return;
+    }
+    for (int k = 0; k < n; ++k)
+        for (int i = 0; i < b->warmup; ++i)
+            if ((*st = launch[k](b, args[k])) != NF_OK)
+                goto fail;
+    for (int i = 0; i < b->reps; ++i)
+        for (int k = 0; k < n; ++k) {
+            if (b->flush_read)
+                NF_CHECK(nf_ref_read_sweep(b->ctx, b->flush, FLUSH_BYTES, FLUSH_NEVER, b->sink));
+            else
+                NF_CUDA_CHECK(cudaMemsetAsync(b->flush, i & 0xff, FLUSH_BYTES, b->stream));
+            NF_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
+            if ((*st = launch[k](b, args[k])) != NF_OK)
+                goto fail;
+            NF_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
+            NF_CUDA_CHECK(cudaEventSynchronize(b->stop));
+            NF_CUDA_CHECK(cudaEventElapsedTime(&ms[(size_t)k * (size_t)b->reps + (size_t)i], b->start, b->stop));
+        }
+    NF_CUDA_CHECK(cudaGetLastError());
+    for (int k = 0; k < n; ++k) {
+        float *m = ms + (size_t)k * (size_t)b->reps;
+        qsort(m, (size_t)b->reps, sizeof *m, cmp_float);
+        us[k] = 1e3 * (b->reps % 2 ? m[b->reps / 2] : 0.5 * (m[b->reps / 2 - 1] + m[b->reps / 2]));
+    }
+fail:
+    free(ms);
+}
+
 /* ---- one case: time it, print a row, keep a record ------------------------------ */
 
 static double roofline_us(const bench *b, double bytes, double flops)
@@ -210,14 +259,10 @@ static int check_list(const char *opt, const char *list, const char *const *know
     return 1;
 }
 
-/* Time one case and record it; -1 when it failed or --op / --impl leave it out. */
-static double run_case(bench *b, const char *op, const char *impl, shape s, double bytes,
-                       double flops, launch_fn launch, const void *args)
+/* Record and print a case timed at `us` (status st); returns us, or -1 when it failed. */
+static double record_case(bench *b, const char *op, const char *impl, shape s, double bytes,
+                          double flops, double us, nf_status st)
 {
-    if (!listed(b->ops, op) || !listed(b->impls, impl))
-        return -1.0;
-    nf_status st = NF_OK;
-    double us = time_median(b, launch, args, &st);
     char dims[96] = "";
     for (int i = 0, o = 0; i < 4 && s.names[i]; ++i)
         o += snprintf(dims + o, sizeof dims - (size_t)o, "%s%s=%lld", i ? " " : "", s.names[i],
@@ -243,6 +288,56 @@ static double run_case(bench *b, const char *op, const char *impl, shape s, doub
                dims, us, bytes / (us * 1e-6) / 1e12, flops / (us * 1e-6) / 1e12, 100.0 * roof / us);
     }
     return st == NF_OK ? us : -1.0;
+}
+
+/* Time one case and record it; -1 when it failed or --op / --impl leave it out. */
+static double run_case(bench *b, const char *op, const char *impl, shape s, double bytes,
+                       double flops, launch_fn launch, const void *args)
+{
+    if (!listed(b->ops, op) || !listed(b->impls, impl))
+        return -1.0;
+    nf_status st = NF_OK;
+    double us = time_median(b, launch, args, &st);
+    return record_case(b, op, impl, s, bytes, flops, us, st);
+}
+
+/* One of a group of cases timed in turn (run_in_turn). */
+typedef struct turn_case {
+    const char *op, *impl, *variant; /* variant: recorded with the case, or NULL */
+    shape s;
+    double bytes, flops;
+    launch_fn launch;
+    const void *args;
+    double us; /* out: the median, or -1 when it failed or --op / --impl leave it out */
+} turn_case;
+
+/* run_case for the cases c[0..n) together: those --op / --impl keep are
+ * timed in turn (time_interleaved), then recorded in order.  A failed launch
+ * fails the whole group. */
+static void run_in_turn(bench *b, turn_case *c, int n)
+{
+    enum { MAX_TURNS = 8 };
+    launch_fn fn[MAX_TURNS];
+    const void *args[MAX_TURNS];
+    double us[MAX_TURNS];
+    int idx[MAX_TURNS], m = 0;
+    for (int k = 0; k < n && k < MAX_TURNS; ++k) {
+        c[k].us = -1.0;
+        if (listed(b->ops, c[k].op) && listed(b->impls, c[k].impl)) {
+            fn[m] = c[k].launch, args[m] = c[k].args, idx[m] = k;
+            ++m;
+        }
+    }
+    if (m == 0)
+        return;
+    nf_status st = NF_OK;
+    time_interleaved(b, m, fn, args, us, &st);
+    for (int j = 0; j < m; ++j) {
+        turn_case *t = &c[idx[j]];
+        b->variant = t->variant;
+        t->us = record_case(b, t->op, t->impl, t->s, t->bytes, t->flops, us[j], st);
+    }
+    b->variant = NULL;
 }
 
 /* run_case for a case whose outputs the later op `reader` reads (a backward
@@ -429,28 +524,33 @@ static void grid_prenorm(bench *b, int quick)
                 const double mk = (double)M * K, kn = (double)K * N, mn = (double)M * N;
                 const double flops = 2.0 * mk * N;
                 shape s = {{"M", "K", "N"}, {M, K, N}};
-                /* the tile variant the library picks for the shape (fused/fused.h) */
-                b->variant = nf_prenorm_variant_name(nf_prenorm_pick_variant(M, K, N));
-                double t_fused = run_case(b, "prenorm_fwd", "fused", s, 2 * (mk + kn + mn) + 4 * M,
-                                          flops, launch_prenorm_fwd, &c);
-                const char *variant = b->variant;
-                b->variant = NULL;
-                c.impl = NF_IMPL_REF;
-                double t_unfused = run_case(b, "prenorm_fwd", "ref", s,
-                                            2 * (3 * mk + kn + mn) + 4 * M, flops,
-                                            launch_prenorm_fwd, &c);
+                prenorm_case u = c; /* the unfused pipeline */
+                u.impl = NF_IMPL_REF;
                 nf_gemm_args gm = {.M = M, .N = N, .K = K, .A = c.fwd.A, .lda = K, .B = Wg,
                                    .ldb = N, .C = output(b, 0), .ldc = N, .alpha = 1, .beta = 0};
-                double t_gemm = run_case(b, "gemm", "cublaslt", s, 2 * (mk + kn + mn), flops,
-                                         launch_gemm, &gm);
                 norm_case nc = {.impl = NF_IMPL_REF};
                 nc.fwd = (nf_norm_fwd_args){.kind = NF_NORM_RMS, .M = M, .n = K, .x = c.fwd.A,
                                             .ldx = K, .g = g, .eps = NF_RMSNORM_DEFAULT_EPS,
                                             .y = output(b, 1), .ldy = K, .rstd = rstd};
                 shape ns = {{"M", "n"}, {M, K}};
-                /* it writes the rstd that prenorm_bwd reads */
-                double t_norm = run_producer(b, "prenorm_bwd", "rmsnorm_fwd", "ref", ns, 4 * mk + 4 * M, 0,
-                                             launch_norm_fwd, &nc);
+                /* the four timed in turn, the norm last: it writes the rstd that
+                 * prenorm_bwd reads; the fused case records the tile variant the
+                 * library picks for the shape (fused/fused.h) */
+                const char *variant = nf_prenorm_variant_name(nf_prenorm_pick_variant(M, K, N));
+                turn_case turn[] = {
+                    {"prenorm_fwd", "fused", variant, s, 2 * (mk + kn + mn) + 4 * M, flops,
+                     launch_prenorm_fwd, &c, 0},
+                    {"prenorm_fwd", "ref", NULL, s, 2 * (3 * mk + kn + mn) + 4 * M, flops,
+                     launch_prenorm_fwd, &u, 0},
+                    {"gemm", "cublaslt", NULL, s, 2 * (mk + kn + mn), flops, launch_gemm, &gm, 0},
+                    {"rmsnorm_fwd", "ref", NULL, ns, 4 * mk + 4 * M, 0, launch_norm_fwd, &nc, 0},
+                };
+                run_in_turn(b, turn, 4);
+                const double t_fused = turn[0].us, t_unfused = turn[1].us, t_gemm = turn[2].us;
+                double t_norm = turn[3].us;
+                if (t_norm < 0) /* filtered out: still run once if prenorm_bwd reads its rstd */
+                    t_norm = run_producer(b, "prenorm_bwd", "rmsnorm_fwd", "ref", ns, 4 * mk + 4 * M, 0,
+                                          launch_norm_fwd, &nc);
                 if (t_fused > 0 && t_gemm > 0 && t_norm > 0) {
                     double hidden = 100.0 * (t_gemm + t_norm - t_fused) / t_norm;
                     double roof = roofline_us(b, 2 * (mk + kn + mn) + 4 * M, flops);

@@ -6,7 +6,8 @@
 # the results, never committed); this runs `normfuse bench` once per value,
 # each log headed like gpu_suite.sh's (NF_COMMIT should name the patch too),
 # and prints scripts/bench_compare.py over the runs into compare.txt
-# (NF_AB_COMPARE passes it options, e.g. "--time --impl ref").
+# (NF_AB_COMPARE passes it options, e.g. "--time --impl ref"); the GPU's clocks
+# over the timed runs go to clocks.csv (summary: clocks.csv.summary).
 #
 # NF_AB_CHECKS: `normfuse check` cases, separated by ';', run under every
 # value before anything is timed (ab_check.log), so that a variant that is
@@ -48,6 +49,7 @@ if [ -n "${NF_AB_CHECKS:-}" ]; then
 fi
 
 jsons=()
+clock_log_start "$out/clocks.csv"
 for v in "${vals[@]}"; do
   name="ab_${var}_$v"
   log="$out/$name.log"
@@ -62,6 +64,7 @@ for v in "${vals[@]}"; do
   fi
   jsons+=("$out/$name.json")
 done
+clock_log_stop
 if [ ${#jsons[@]} -gt 0 ]; then
   report_header "$out/compare.txt" "scripts/bench_compare.py ${NF_AB_COMPARE:-} ${jsons[*]##*/}"
   # shellcheck disable=SC2086

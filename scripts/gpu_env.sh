@@ -3,8 +3,8 @@
 # the environment of a GPU host run and the header every log starts with.
 #
 # Sets: root, build, cmake_args (the offline prefix when .gpu-deps is used),
-# PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND and
-# ab_checks LOG LABEL CLI [VAR=VALUE].
+# PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND,
+# ab_checks LOG LABEL CLI [VAR=VALUE] and clock_log_start FILE / clock_log_stop.
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -58,4 +58,27 @@ ab_checks() {
     fi
   done
   return $status
+}
+
+# clock_log_start FILE: sample the GPU's SM and memory clocks, power,
+# temperature and clock event reasons every 100 ms into FILE (CSV, headed like
+# every log) until clock_log_stop, which appends scripts/clock_summary.py's
+# summary to FILE.summary and prints it.  The H200 lowers its SM clock under a
+# sustained GEMM load, so the timings of a run are read with its clocks.
+clock_log_start() {
+  clock_log_file="$1"
+  local reasons=clocks_event_reasons.active # the older drivers' name: clocks_throttle_reasons.active
+  nvidia-smi --query-gpu="$reasons" --format=csv,noheader > /dev/null 2>&1 || reasons=clocks_throttle_reasons.active
+  local query="timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,$reasons"
+  report_header "$1" "nvidia-smi --query-gpu=$query --format=csv,nounits -lms 100"
+  nvidia-smi --query-gpu="$query" --format=csv,nounits -lms 100 >> "$1" 2>&1 &
+  clock_log_pid=$!
+}
+clock_log_stop() {
+  [ -n "${clock_log_pid:-}" ] || return 0
+  kill "$clock_log_pid" 2> /dev/null || true
+  wait "$clock_log_pid" 2> /dev/null || true
+  clock_log_pid=
+  report_header "$clock_log_file.summary" "scripts/clock_summary.py $(basename "$clock_log_file")"
+  python3 "$root/scripts/clock_summary.py" "$clock_log_file" | tee -a "$clock_log_file.summary"
 }

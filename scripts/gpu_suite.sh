@@ -58,9 +58,11 @@ fi
 if has bench; then
   # NF_BENCH_ARGS narrows the bench (normfuse bench's options), e.g. "--grid norm --op layernorm_bwd"
   report_header "$out/bench.log" "normfuse bench ${NF_BENCH_ARGS:-} --json bench.json --markdown bench.md"
+  clock_log_start "$out/bench_clocks.csv"
   # shellcheck disable=SC2086  # the bench's options are a list
   "$build/cli/normfuse" bench ${NF_BENCH_ARGS:-} --json "$out/bench.json" --markdown "$out/bench.md" >> "$out/bench.log" 2>&1 ||
     echo "gpu_suite: bench failed"
+  clock_log_stop
   grep -E "=>|ceilings|ERR" "$out/bench.log" | tail -40
 fi
 if has profile; then

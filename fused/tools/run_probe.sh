@@ -6,6 +6,8 @@
 # Logs go to $OUT when it is set (the device tool's output folder), else /tmp.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/gpu_env.sh
+. scripts/gpu_env.sh # report_header, clock_log_start / clock_log_stop
 out="${OUT:-/tmp}"
 bin="$out/prenorm_probe"
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Xptxas -v \
@@ -23,5 +25,10 @@ if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer > /dev/null; then
   timeout 150 compute-sanitizer --tool memcheck "$bin" --tails > "$out/sanitizer.txt" 2>&1 || echo "sanitizer rc $?"
   grep -E "ERROR SUMMARY|FAIL|Invalid|error" "$out/sanitizer.txt" | head -20 || true
 fi
-timeout "${PROBE_TIMEOUT:-200}" "$bin" "$@" 2>&1 | tee "$out/probe_log.txt"
+report_header "$out/probe_log.txt" "${NF_PROBE_VARIANTS:+NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS }fused/tools/run_probe.sh $*"
+clock_log_start "$out/probe_clocks.csv"
+rc=0
+timeout "${PROBE_TIMEOUT:-200}" "$bin" "$@" 2>&1 | tee -a "$out/probe_log.txt" || rc=$?
+clock_log_stop
 rm -f "$bin"
+exit $rc

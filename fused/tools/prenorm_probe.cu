@@ -17,7 +17,8 @@
  * on sampled rows (all rows when M <= 2048; else 0, M-1, both sides of
  * tile boundaries, spaced rows).  Y is poisoned (NaN) first; padding columns
  * (ldy > N) and rows past M must stay poisoned; two runs must agree bitwise.
- * Timing: CUDA-event medians, the L2 flushed before every repetition.
+ * Timing: CUDA-event medians, the L2 flushed before every repetition; per
+ * shape the variants, auto and cuBLASLt are timed in turn (time_in_turn).
  */
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include <cublasLt.h>
@@ -173,6 +175,36 @@ static double time_ms(const bufs &b, F fn)
     CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
+}
+
+/* Medians of several launches timed in turn: repetition r times fns[0],
+ * fns[1], ... each after its own flush, so that every one sees the clocks of
+ * the moment (the H200 lowers its SM clock under a sustained GEMM load; timed
+ * one block after another, the same kernel read up to 18 % apart). */
+static std::vector<double> time_in_turn(const bufs &b, const std::vector<std::function<void()>> &fns)
+{
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    std::vector<std::vector<float>> t(fns.size());
+    for (int r = 0; r < kWarm + kReps; ++r)
+        for (size_t k = 0; k < fns.size(); ++k) {
+            CK(cudaMemsetAsync(b.flush, r & 0xFF, kFlushBytes));
+            CK(cudaEventRecord(e0));
+            fns[k]();
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            CK(cudaGetLastError());
+            float ms;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            if (r >= kWarm) t[k].push_back(ms);
+        }
+    CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
+    std::vector<double> med;
+    for (auto &v : t) {
+        std::sort(v.begin(), v.end());
+        med.push_back(v[v.size() / 2]);
+    }
+    return med;
 }
 
 /* Variants to run: NF_PROBE_VARIANTS="1,2" (nf_prenorm_variant values), default all. */
@@ -403,13 +435,24 @@ int main(int argc, char **argv)
         a.W = (const nf_bf16 *)b.B; a.ldw = s.N; a.eps = kEps; a.Y = (nf_bf16 *)b.Y; a.ldy = s.N; a.rstd = b.rstd;
         row r;
         r.s = s;
-        for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi)
-            r.t[vi] = !variant_on(vi) ? INFINITY
-                      : time_ms(b, [&] { CKNF(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, (nf_prenorm_variant)vi)); });
-        r.t[0] = time_ms(b, [&] { CKNF(nf_fused_prenorm_gemm_fwd(ctx, &a)); });
         lt_gemm g;
         lt_setup(lt, g, s.M, s.K, s.N, s.K, s.N, s.N, b.ws_bytes);
-        r.gemm = time_ms(b, [&] { lt_run(lt, g, b); });
+        /* every variant on, then auto, then cuBLASLt, timed in turn */
+        std::vector<std::function<void()>> fns;
+        std::vector<int> which;
+        for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi) {
+            r.t[vi] = INFINITY;
+            if (!variant_on(vi)) continue;
+            fns.push_back([&, vi] { CKNF(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, (nf_prenorm_variant)vi)); });
+            which.push_back(vi);
+        }
+        fns.push_back([&] { CKNF(nf_fused_prenorm_gemm_fwd(ctx, &a)); });
+        fns.push_back([&] { lt_run(lt, g, b); });
+        const std::vector<double> t = time_in_turn(b, fns);
+        for (size_t k = 0; k < which.size(); ++k)
+            r.t[which[k]] = t[k];
+        r.t[0] = t[which.size()];
+        r.gemm = t[which.size() + 1];
         lt_free(g);
         table.push_back(r);
     }
@@ -437,7 +480,7 @@ int main(int argc, char **argv)
                nf_prenorm_variant_name((nf_prenorm_variant)bi), best / r.gemm,
                flops / (best * 1e-3) * 1e-12, 100.0 * roof / best);
     }
-    printf("(ms, medians of %d, L2 flushed; b/gemm = best fused variant / cuBLASLt GEMM alone)\n", kReps);
+    printf("(ms, medians of %d timed in turn, L2 flushed; b/gemm = best fused variant / cuBLASLt GEMM alone)\n", kReps);
     printf("%s: %d check failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

@@ -63,9 +63,10 @@
  * per CTA: BN=128: 5 x 32 KB stages + 32 KB Y tile + barriers ~ 197 KB;
  * BN=256: 3 x 48 KB stages + 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4:
  * 4 x 48 KB stages + 2 x 2 x 8 KB Y slots + barriers ~ 226 KB.
- * Measured (H200, reports/h200/bench.md at 07577ce): the variant the
- * launcher picks takes 0.89-1.06x the time of cuBLASLt's GEMM alone over
- * SPEC.md's seed grid (fused/NOTES.md v1-v6 have the history).
+ * Measured (H200, reports/h200/bench.md at 75748de, fused and cuBLASLt timed
+ * in turn): the variant the launcher picks takes 0.97-1.06x the time of
+ * cuBLASLt's GEMM alone over SPEC.md's seed grid (fused/NOTES.md v1-v8 have
+ * the history).
  */
 #include <cuda.h>
 #include <cuda_bf16.h>

@@ -128,34 +128,13 @@ static int cmp_float(const void *x, const void *y)
     return (a > c) - (a < c);
 }
 
-/* Median time in microseconds of `launch`, or a negative value on failure. */
-static double time_median(bench *b, launch_fn launch, const void *args, nf_status *st)
+/* Flush L2 before timed repetition i (--flush). */
+static nf_status flush_l2(bench *b, int i)
 {
-    float *ms = calloc((size_t)b->reps, sizeof *ms);
-    double median = -1.0;
-    if (!ms)
-        return -1.0;
-    for (int i = 0; i < b->warmup; ++i)
-        if ((*st = launch(b, args)) != NF_OK)
-            goto fail;
-    for (int i = 0; i < b->reps; ++i) {
-        if (b->flush_read)
-            NF_CHECK(nf_ref_read_sweep(b->ctx, b->flush, FLUSH_BYTES, FLUSH_NEVER, b->sink));
-        else
-            NF_CUDA_CHECK(cudaMemsetAsync(b->flush, i & 0xff, FLUSH_BYTES, b->stream));
-        NF_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
-        if ((*st = launch(b, args)) != NF_OK)
-            goto fail;
-        NF_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
-        NF_CUDA_CHECK(cudaEventSynchronize(b->stop));
-        NF_CUDA_CHECK(cudaEventElapsedTime(&ms[i], b->start, b->stop));
-    }
-    NF_CUDA_CHECK(cudaGetLastError());
-    qsort(ms, (size_t)b->reps, sizeof *ms, cmp_float);
-    median = 1e3 * (b->reps % 2 ? ms[b->reps / 2] : 0.5 * (ms[b->reps / 2 - 1] + ms[b->reps / 2]));
-fail:
-    free(ms);
-    return median;
+    if (b->flush_read)
+        return nf_ref_read_sweep(b->ctx, b->flush, FLUSH_BYTES, FLUSH_NEVER, b->sink);
+    cudaError_t e = cudaMemsetAsync(b->flush, i & 0xff, FLUSH_BYTES, b->stream);
+    return e == cudaSuccess ? NF_OK : nf_fail(NF_ERR_CUDA, "normfuse bench", "cudaMemsetAsync: %s", cudaGetErrorString(e));
 }
 
 /*
@@ -165,7 +144,7 @@ fail:
  * cuBLASLt alone), and the H200 lowers its SM clock as a sustained GEMM load
  * heats it: timed one after the other, the same kernel read up to 18 % slower
  * in the later block (reports/h200/ab_prenorm_epi); in turn, every case sees
- * the same clocks.  us[k] < 0 and *st set where launch k failed.
+ * the same clocks.  On a failed launch every us[k] is < 0 and *st says why.
  */
 static void time_interleaved(bench *b, int n, const launch_fn *launch, const void *const *args,
                              double *us, nf_status *st)
@@ -184,10 +163,8 @@ static void time_interleaved(bench *b, int n, const launch_fn *launch, const voi
                 goto fail;
     for (int i = 0; i < b->reps; ++i)
         for (int k = 0; k < n; ++k) {
-            if (b->flush_read)
-                NF_CHECK(nf_ref_read_sweep(b->ctx, b->flush, FLUSH_BYTES, FLUSH_NEVER, b->sink));
-            else
-                NF_CUDA_CHECK(cudaMemsetAsync(b->flush, i & 0xff, FLUSH_BYTES, b->stream));
+            if ((*st = flush_l2(b, i)) != NF_OK)
+                goto fail;
             NF_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
             if ((*st = launch[k](b, args[k])) != NF_OK)
                 goto fail;
@@ -203,6 +180,14 @@ static void time_interleaved(bench *b, int n, const launch_fn *launch, const voi
     }
 fail:
     free(ms);
+}
+
+/* Median time in microseconds of `launch`, or a negative value on failure. */
+static double time_median(bench *b, launch_fn launch, const void *args, nf_status *st)
+{
+    double us;
+    time_interleaved(b, 1, &launch, &args, &us, st);
+    return us;
 }
 
 /* ---- one case: time it, print a row, keep a record ------------------------------ */

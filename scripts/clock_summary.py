@@ -3,7 +3,8 @@
 
 CLOCKS.csv is what gpu_env.sh's clock_log_start samples with nvidia-smi
 (every 100 ms: timestamp, SM clock MHz, memory clock MHz, power W,
-temperature C, active clock event reasons as a hex mask).  Prints the SM
+temperature C, active clock event reasons as a hex mask; the memory clock
+is kept in the log for reading, not summarised).  Prints the SM
 clock's spread over the busy samples (not idle), the power drawn, and how
 often the driver held the clock down, by reason (NVML's clock event
 reasons): a timing taken while the clock sat lower is slower for it, and
@@ -32,12 +33,12 @@ def main():
             if len(cells) < 6 or line.startswith("#"):
                 continue
             try:
-                sm, mem, power, temp = float(cells[1]), float(cells[2]), float(cells[3]), float(cells[4])
+                sm, power, temp = float(cells[1]), float(cells[3]), float(cells[4])
                 mask = int(cells[5], 16)
             except ValueError:
                 continue  # a header or a field nvidia-smi could not read
-            rows.append((sm, mem, power, temp, mask))
-    busy = [r for r in rows if not r[4] & IDLE]
+            rows.append((sm, power, temp, mask))
+    busy = [r for r in rows if not r[3] & IDLE]
     if not busy:
         print(f"{len(rows)} samples, none busy")
         return
@@ -46,11 +47,11 @@ def main():
     print(f"{len(busy)} busy samples of {len(rows)} (100 ms apart)")
     print(f"SM clock MHz: min {sms[0]:.0f}, p10 {q(sms, 0.1):.0f}, median {statistics.median(sms):.0f}, "
           f"max {sms[-1]:.0f}")
-    power = sorted(r[2] for r in busy)
+    power = sorted(r[1] for r in busy)
     print(f"power W: median {statistics.median(power):.0f}, max {power[-1]:.0f}; "
-          f"temperature C: max {max(r[3] for r in busy):.0f}")
+          f"temperature C: max {max(r[2] for r in busy):.0f}")
     for bit, name in REASONS.items():
-        n = sum(1 for r in busy if r[4] & bit)
+        n = sum(1 for r in busy if r[3] & bit)
         if n:
             print(f"clock held down by {name}: {n} samples ({100.0 * n / len(busy):.0f} %)")
 

@@ -154,30 +154,7 @@ static void lt_free(lt_gemm &g)
     cublasLtMatmulDescDestroy(g.op);
 }
 
-/* Median time (ms) of fn(), flushing L2 before each repetition. */
-template <class F>
-static double time_ms(const bufs &b, F fn)
-{
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-    std::vector<float> t;
-    for (int r = 0; r < kWarm + kReps; ++r) {
-        CK(cudaMemsetAsync(b.flush, r & 0xFF, kFlushBytes));
-        CK(cudaEventRecord(e0));
-        fn();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaGetLastError());
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r >= kWarm) t.push_back(ms);
-    }
-    CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
-/* Medians of several launches timed in turn: repetition r times fns[0],
+/* Medians (ms) of several launches timed in turn: repetition r times fns[0],
  * fns[1], ... each after its own flush, so that every one sees the clocks of
  * the moment (the H200 lowers its SM clock under a sustained GEMM load; timed
  * one block after another, the same kernel read up to 18 % apart). */
@@ -205,6 +182,12 @@ static std::vector<double> time_in_turn(const bufs &b, const std::vector<std::fu
         med.push_back(v[v.size() / 2]);
     }
     return med;
+}
+
+/* Median time (ms) of fn(), flushing L2 before each repetition. */
+static double time_ms(const bufs &b, std::function<void()> fn)
+{
+    return time_in_turn(b, {fn})[0];
 }
 
 /* Variants to run: NF_PROBE_VARIANTS="1,2" (nf_prenorm_variant values), default all. */

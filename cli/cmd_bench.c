@@ -306,8 +306,13 @@ static void run_in_turn(bench *b, turn_case *c, int n)
     const void *args[MAX_TURNS];
     double us[MAX_TURNS];
     int idx[MAX_TURNS], m = 0;
-    for (int k = 0; k < n && k < MAX_TURNS; ++k) {
+    for (int k = 0; k < n; ++k)
         c[k].us = -1.0;
+    if (n > MAX_TURNS) {
+        fprintf(stderr, "normfuse bench: %d cases to time in turn, at most %d\n", n, MAX_TURNS);
+        return;
+    }
+    for (int k = 0; k < n; ++k) {
         if (listed(b->ops, c[k].op) && listed(b->impls, c[k].impl)) {
             fn[m] = c[k].launch, args[m] = c[k].args, idx[m] = k;
             ++m;
@@ -532,10 +537,11 @@ static void grid_prenorm(bench *b, int quick)
                 };
                 run_in_turn(b, turn, 4);
                 const double t_fused = turn[0].us, t_unfused = turn[1].us, t_gemm = turn[2].us;
-                double t_norm = turn[3].us;
-                if (t_norm < 0) /* filtered out: still run once if prenorm_bwd reads its rstd */
-                    t_norm = run_producer(b, "prenorm_bwd", "rmsnorm_fwd", "ref", ns, 4 * mk + 4 * M, 0,
-                                          launch_norm_fwd, &nc);
+                const double t_norm = turn[3].us;
+                if (!listed(b->ops, "rmsnorm_fwd") || !listed(b->impls, "ref"))
+                    /* filtered out: still run once if prenorm_bwd reads its rstd */
+                    run_producer(b, "prenorm_bwd", "rmsnorm_fwd", "ref", ns, 4 * mk + 4 * M, 0,
+                                 launch_norm_fwd, &nc);
                 if (t_fused > 0 && t_gemm > 0 && t_norm > 0) {
                     double hidden = 100.0 * (t_gemm + t_norm - t_fused) / t_norm;
                     double roof = roofline_us(b, 2 * (mk + kn + mn) + 4 * M, flops);

@@ -224,7 +224,8 @@ struct RowScratch {
  * A row kernel's thread visits the same columns on every row it owns (vectors
  * v = t + k TPR), so it sums their dg (dy xh) and db (dy) contributions over
  * all those rows itself, and at the end the CTA writes one partial row of
- * each (write).  Where the sums live is the kernel's Cols policy:
+ * each (write).  Where the sums live is the kernel's Cols policy (kOn: it
+ * sums at all; kSmem: in dynamic shared memory, smem_bytes(nv) of it):
  *  - NoColumns: nowhere (dx only; dg/db come from the column-partial kernel);
  *  - RegColumns: registers, 8 (RMSNorm) or 16 (LayerNorm) per vector; the row
  *    groups of a CTA are combined through shared memory in group order;
@@ -242,14 +243,15 @@ struct RowScratch {
  * RMSNorm n = 8192 from 126.9 / 421.6 to 115.6 / 419.2 and n = 16384 from
  * 128.6 / 467.5 to 120.3 / 419.6; at n = 4096 (3-7 CTAs per SM already) and
  * for LayerNorm at n = 16384 (one 512-thread CTA per SM either way) they lost
- * or tied in the plain and staged loops.  Under the pipelined loop, whose
+ * or tied in the plain loop and in the staged one since removed (ref/NOTES.md
+ * item 3).  Under the pipelined loop, whose
  * prefetch needs the registers they free, they win for LayerNorm at every
  * n > 2048 (launch_vec_by_n has the numbers); RMSNorm n = 4096 keeps its
  * registers.
  */
 template <int TPR, int VPT, bool LN>
 struct NoColumns {
-    static constexpr bool kOn = false;
+    static constexpr bool kOn = false, kSmem = false;
     static constexpr size_t smem_bytes(int64_t) { return 0; }
     __device__ NoColumns(void *, int, int) {}
     __device__ __forceinline__ void begin(int) {}
@@ -267,7 +269,7 @@ template <int TPR, int VPT> constexpr int partials_red_floats()
 
 template <int TPR, int VPT, bool LN>
 struct RegColumns {
-    static constexpr bool kOn = true;
+    static constexpr bool kOn = true, kSmem = false;
     static constexpr size_t smem_bytes(int64_t) { return 0; }
     float g[VPT][NF_VEC], b[LN ? VPT : 1][NF_VEC];
 
@@ -335,7 +337,7 @@ __device__ __forceinline__ float &nf_f4(float4 &f, int i) { return i == 0 ? f.x 
 template <int TPR, int VPT, bool LN>
 struct SmemColumns {
     static_assert(nf_cta_threads<TPR>() == TPR, "one row group per CTA");
-    static constexpr bool kOn = true;
+    static constexpr bool kOn = true, kSmem = true;
     static constexpr int kPlanes = LN ? 4 : 2;
     static constexpr size_t smem_bytes(int64_t nv) { return (size_t)kPlanes * nv * sizeof(float4); }
     float4 *planes;
@@ -425,7 +427,7 @@ struct RowTile {
  * constant offsets from it: with the offsets formed per vector, the
  * prefetch took ~80 instructions per row up to its last load, ~50 this way
  * (RMSNorm n = 1024; SASS in reports/h200/ab_norm_g, ab_norm_inst). */
-template <int TPR, int VPT, bool LN>
+template <int TPR, int VPT>
 __device__ __forceinline__ void load_row(const nf_norm_bwd_args &a, int64_t row, int t, int nv,
                                          RowTile<VPT> &r)
 {
@@ -466,7 +468,7 @@ __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x, parity ^= 1) {
         const int64_t row = rg * ROWS + group;
         RowTile<VPT> cur;
-        load_row<TPR, VPT, LN>(a, row, t, nv, cur);
+        load_row<TPR, VPT>(a, row, t, nv, cur);
         /* the statistics read here rather than by load_stats into the tile:
          * through the tile, ptxas spills in the 1024-thread column-free kernel */
         RowCoef<LN> c;
@@ -510,7 +512,7 @@ norm_bwd_vec_smem(const nf_norm_bwd_args a, float *part_g, float *part_b)
 
 template <int TPR, int VPT, bool LN, class Cols> constexpr auto vec_kernel()
 {
-    if constexpr (Cols::smem_bytes(1) > 0)
+    if constexpr (Cols::kSmem)
         return norm_bwd_vec_smem<TPR, VPT, LN, Cols>;
     else
         return norm_bwd_vec<TPR, VPT, LN, Cols>;
@@ -542,7 +544,7 @@ template <int TPR, int VPT, bool LN, class Cols> constexpr auto vec_kernel()
  * 128 threads at n <= 2048, 2-9 % slower; capped to spill, up to 2.5x). */
 template <int TPR, int VPT, bool LN, class Cols> constexpr int pipe_min_ctas()
 {
-    constexpr bool smem_cols = Cols::smem_bytes(1) > 0;
+    constexpr bool smem_cols = Cols::kSmem;
     if constexpr (nf_cta_threads<TPR>() > kNfMinCta) /* wider CTAs: as many as 64 (128) registers allow */
         return 65536 / (nf_cta_threads<TPR>() * (LN && smem_cols ? 128 : 64));
     return (VPT == 4 && !smem_cols && (LN || TPR > 64)) ? 3 : 4;
@@ -562,14 +564,14 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     RowTile<VPT> cur;
-    load_row<TPR, VPT, LN>(a, (int64_t)blockIdx.x * ROWS + group, t, nv, cur);
+    load_row<TPR, VPT>(a, (int64_t)blockIdx.x * ROWS + group, t, nv, cur);
     load_stats<LN>(a, (int64_t)blockIdx.x * ROWS + group, cur);
     int parity = 0;
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x, parity ^= 1) {
         const int64_t row = rg * ROWS + group, next = (rg + gridDim.x) * ROWS + group;
         /* prefetch: the next row group's loads are in flight during this row's work */
         RowTile<VPT> nxt;
-        load_row<TPR, VPT, LN>(a, next, t, nv, nxt);
+        load_row<TPR, VPT>(a, next, t, nv, nxt);
         load_stats<LN>(a, next, nxt);
 
         RowCoef<LN> c;

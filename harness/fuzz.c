@@ -191,6 +191,12 @@ int nf_shrink_case(nf_case *c, nf_fails_fn fails, void *user)
     return kept;
 }
 
+int nf_fuzz_case_shaped(const nf_fuzz_cfg *cfg, int64_t index, const char *shape, nf_case *c)
+{
+    nf_fuzz_case(cfg, index, c);
+    return shape && nf_case_apply_shape(c, shape) != 0 ? -1 : 0;
+}
+
 void nf_fuzz_repro(char *buf, size_t len, const nf_fuzz_cfg *cfg, int64_t index,
                    const char *impl, const nf_case *shrunk)
 {
@@ -263,7 +269,9 @@ static uint64_t case_key_hash(const char *shape, const char *params)
     return hash_str(shape) ^ (hash_str(params) * 0x9E3779B97F4A7C15ull) ^ 1u; /* never 0 */
 }
 
-uint64_t nf_case_log_hash(const nf_case *c)
+/* The hash a log line's case gets: of the strings nf_log_result writes as
+ * "shape" and "params" (nf_case_shape_str, nf_case_describe). */
+static uint64_t case_log_hash(const nf_case *c)
 {
     char shape[128], desc[256];
     nf_case_shape_str(c, shape, sizeof shape);
@@ -282,10 +290,9 @@ int nf_log_check_cases(nf_done_set *d, const nf_fuzz_cfg *cfg, const char *shape
             continue; /* a line that does not name its case */
         if (key->index != last) {
             nf_case c;
-            nf_fuzz_case(cfg, key->index, &c);
-            if (shape && nf_case_apply_shape(&c, shape) != 0)
+            if (nf_fuzz_case_shaped(cfg, key->index, shape, &c) != 0)
                 return *bad = key->index, -1;
-            want = nf_case_log_hash(&c);
+            want = case_log_hash(&c);
             last = key->index;
         }
         if (key->case_hash != want)

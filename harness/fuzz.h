@@ -30,6 +30,10 @@ typedef struct nf_fuzz_cfg {
 void nf_fuzz_cfg_default(nf_fuzz_cfg *cfg, uint64_t seed);
 /* Case `index` of the configuration: a pure function of (cfg, index). */
 void nf_fuzz_case(const nf_fuzz_cfg *cfg, int64_t index, nf_case *c);
+/* nf_fuzz_case, then the shape override `shape` (NULL: none) applied as
+ * nf_case_apply_shape does: what a run draws, and what a resume checks the
+ * log against.  0, or -1 when the override does not fit the case. */
+int nf_fuzz_case_shaped(const nf_fuzz_cfg *cfg, int64_t index, const char *shape, nf_case *c);
 
 /* Shard `shard` of `nshards` owns index i when i % nshards == shard. */
 int nf_shard_owns(int64_t index, int shard, int nshards);
@@ -69,9 +73,6 @@ int nf_log_load(const char *path, nf_done_set *done, int truncate_partial);
 void nf_done_add(nf_done_set *done, int64_t index, const char *impl, uint64_t case_hash);
 int nf_done_has(nf_done_set *done, int64_t index, const char *impl);
 void nf_done_free(nf_done_set *done);
-/* The hash a log line's case gets: of the strings nf_log_result writes as
- * "shape" and "params" (nf_case_shape_str, nf_case_describe). */
-uint64_t nf_case_log_hash(const nf_case *c);
 /* Whether the cases of the log are the ones cfg draws today (with the shape
  * override `shape`, or NULL): a case index names a case only together with
  * the seed *and* the generator, so a log written before the case generator

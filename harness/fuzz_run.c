@@ -85,8 +85,7 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
         if (o->only_case < 0 && !nf_shard_owns(idx, o->shard, o->nshards))
             continue;
         nf_case c;
-        nf_fuzz_case(&o->cfg, idx, &c);
-        if (o->shape && nf_case_apply_shape(&c, o->shape) != 0) {
+        if (nf_fuzz_case_shaped(&o->cfg, idx, o->shape, &c) != 0) {
             rc = -1;
             break;
         }

@@ -451,43 +451,6 @@ int nf_prop_backward_mpfr(const nf_prop_env *env, nf_prop_log *log)
 
 /* ---- determinism --------------------------------------------------------------------- */
 
-/* nf_case_repeat_differs: props.h has the contract. */
-int nf_case_repeat_differs(nf_context *ctx, const nf_entry *e, nf_case_data *d, nf_case_result *r,
-                           int repeats, char *where, size_t where_len)
-{
-    void *first[NF_MAX_TENSORS] = {0};
-    for (int q = 0; q < d->nt; ++q)
-        if (d->t[q].is_output && d->t[q].rows) {
-            const size_t bytes = (size_t)(d->t[q].rows * d->t[q].ld) * nf_ttype_size(d->t[q].type);
-            first[q] = malloc(bytes);
-            if (first[q])
-                memcpy(first[q], d->t[q].host, bytes);
-        }
-    int differ = 0;
-    for (int rep = 1; rep <= repeats && !differ; ++rep) {
-        if (nf_case_execute(ctx, e, d, r) != NF_OK) {
-            differ = -1;
-            break;
-        }
-        for (int q = 0; q < d->nt && !differ; ++q) {
-            const nf_tensor *o = &d->t[q];
-            if (!first[q])
-                continue;
-            const size_t es = nf_ttype_size(o->type);
-            for (int64_t row = 0; row < o->rows; ++row)
-                if (memcmp((char *)first[q] + row * o->ld * es, (char *)o->host + row * o->ld * es,
-                           (size_t)o->cols * es)) {
-                    differ = rep;
-                    snprintf(where, where_len, "%s row %lld", o->name, (long long)row);
-                    break;
-                }
-        }
-    }
-    for (int q = 0; q < NF_MAX_TENSORS; ++q)
-        free(first[q]);
-    return differ;
-}
-
 int nf_prop_determinism(const nf_prop_env *env, nf_prop_log *log)
 {
     int fails = 0;

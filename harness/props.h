@@ -69,13 +69,6 @@ int nf_prop_catches_bugs(const nf_prop_env *env, nf_prop_log *log);
 int nf_default_cases(nf_op op, uint64_t seed, nf_case *out, int max);
 /* `normfuse check ...` reproducing case c on entry e. */
 void nf_check_repro(char *buf, size_t len, const nf_entry *e, const nf_case *c);
-/* Runs entry e `repeats` more times on the prepared case d, whose outputs
- * hold a first run's, and compares every output bitwise with that run.
- * Returns 0 when all are equal, the number (1..repeats) of the first repeat
- * that differs, with the output and row in `where` ("dx row 17"), or -1 when
- * a run fails (r says why). */
-int nf_case_repeat_differs(nf_context *ctx, const nf_entry *e, nf_case_data *d, nf_case_result *r,
-                           int repeats, char *where, size_t where_len);
 
 /* Log helpers. */
 nf_prop_item *nf_prop_add(nf_prop_log *log, const char *property, const char *subject,

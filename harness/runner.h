@@ -113,6 +113,13 @@ int nf_case_set_input(nf_case_data *d, const char *name, const void *values, int
 nf_status nf_case_execute(nf_context *ctx, const nf_entry *e, nf_case_data *d, nf_case_result *r);
 /* Oracle (once per data), budget and compare of the outputs now in d. */
 int nf_case_judge(nf_case_data *d, const nf_run_opts *o, nf_case_result *r);
+/* Runs entry e `repeats` more times on the prepared case d, whose outputs
+ * hold a first run's, and compares every output bitwise with that run.
+ * Returns 0 when all are equal, the number (1..repeats) of the first repeat
+ * that differs, with the output and row in `where` ("dx row 17"), or -1 when
+ * a run fails or the first run's outputs cannot be kept (r says why). */
+int nf_case_repeat_differs(nf_context *ctx, const nf_entry *e, nf_case_data *d, nf_case_result *r,
+                           int repeats, char *where, size_t where_len);
 void nf_case_free(nf_case_data *d);
 
 /* prepare + execute + judge + free.  Returns 1 when the verdict is a failure. */

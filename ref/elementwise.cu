@@ -191,9 +191,9 @@ extern "C" nf_status nf_ref_read_sweep(nf_context *ctx, const void *buf, size_t 
                                        unsigned *sink)
 {
     const int64_t count = (int64_t)(bytes / sizeof(uint4));
-    const int64_t blocks = (int64_t)nf_ctx_sm_count(ctx) * 8;
-    read_sweep_kernel<<<(unsigned)(blocks < blocks_for(count) ? blocks : blocks_for(count)), kThreads, 0,
-                        nf_stream_of(ctx)>>>((const uint4 *)buf, count, never, sink);
+    const int64_t most = (int64_t)nf_ctx_sm_count(ctx) * 8, need = blocks_for(count);
+    read_sweep_kernel<<<(unsigned)(most < need ? most : need), kThreads, 0, nf_stream_of(ctx)>>>(
+        (const uint4 *)buf, count, never, sink);
     NF_CUDA_LAUNCHED("read_sweep_kernel");
     return NF_OK;
 }

@@ -10,7 +10,8 @@
  *
  * mu and rstd come from the forward's saved statistics.  dg/db are summed
  * over rows deterministically, without float atomics: fp32 partial sums in
- * workspace, one row of partials per CTA (or per row chunk), then
+ * workspace, one row of partials per CTA, per cluster of CTAs (shared-memory
+ * columns, added through distributed shared memory) or per row chunk, then
  * norm_bwd_sum_parts adds the partial rows in a fixed order (double sums,
  * several warps per column block so the serial chain stays short) and
  * rounds once to bf16.  Measured on the H200 (reports/h200/ab_*.log), this
@@ -40,6 +41,7 @@
  *  - scalar, everything else: a row kernel with 2-byte loads, then the
  *    column-partial kernel.
  */
+#include "fused/hopper/cluster.cuh"
 #include "ref_cuda.cuh"
 
 namespace {
@@ -373,21 +375,46 @@ struct SmemColumns {
         for (int p = 0; p < kPlanes; ++p)
             planes[p * nv + v] = cur[p];
     }
-    /* Row blockIdx.x of part_g / part_b (skipped where NULL), each thread its
-     * own columns. */
+    /* Column sum `slot` (float4 slot of the planes) of the C CTAs of this
+     * CTA's cluster, added in rank order; C = 1: this CTA's own. */
+    __device__ __forceinline__ float4 cluster_sum(int slot, int C) const
+    {
+        if (C == 1)
+            return planes[slot];
+        float4 s = nf_hopper::dsmem_load_f32x4(nf_hopper::dsmem_map(planes + slot, 0));
+        for (int q = 1; q < C; ++q) {
+            const float4 u = nf_hopper::dsmem_load_f32x4(nf_hopper::dsmem_map(planes + slot, (uint32_t)q));
+            s.x += u.x, s.y += u.y, s.z += u.z, s.w += u.w;
+        }
+        return s;
+    }
+    /* The partial rows of part_g / part_b (skipped where NULL): one per
+     * cluster of C CTAs (consecutive blockIdx.x; C = 1 without clusters), row
+     * blockIdx.x / C.  Once every CTA of the cluster has its sums, rank r
+     * writes the columns of vectors [r span, (r + 1) span), each the C CTAs'
+     * sums added in rank order from their shared memory; the cluster waits
+     * again before any CTA exits with shared memory a peer still reads. */
     __device__ __forceinline__ void write(const nf_norm_bwd_args &a, int t, int, int, float *part_g,
                                           float *part_b, float *) const
     {
-        own_vectors<TPR, VPT>(t, nv, [&](int, int v) {
+        const int C = (int)nf_hopper::cluster_size();
+        if (C > 1)
+            nf_hopper::cluster_sync();
+        const int span = (nv + C - 1) / C, v0 = (int)nf_hopper::cluster_rank() * span;
+        const int v1 = v0 + span < nv ? v0 + span : nv;
+        const int64_t row = blockIdx.x / C;
+        for (int v = v0 + t; v < v1; v += TPR) {
             for (int which = 0; which < (LN ? 2 : 1); ++which) {
                 float *part = which == 0 ? part_g : part_b;
                 if (!part)
                     continue;
-                float4 *dst = reinterpret_cast<float4 *>(part + (int64_t)blockIdx.x * a.n + (int64_t)v * NF_VEC);
-                dst[0] = planes[(2 * which) * nv + v];
-                dst[1] = planes[(2 * which + 1) * nv + v];
+                float4 *dst = reinterpret_cast<float4 *>(part + row * a.n + (int64_t)v * NF_VEC);
+                dst[0] = cluster_sum((2 * which) * nv + v, C);
+                dst[1] = cluster_sum((2 * which + 1) * nv + v, C);
             }
-        });
+        }
+        if (C > 1)
+            nf_hopper::cluster_sync();
     }
 };
 
@@ -829,17 +856,72 @@ nf_status balanced_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, in
     return NF_OK;
 }
 
-/* A persistent row kernel that writes one partial row per CTA, then the
- * partial rows' reducer. */
+/* A launch of `grid` CTAs in clusters of `cluster` along x (1: no cluster
+ * attribute); *attr holds the attribute the configuration points to. */
+cudaLaunchConfig_t cluster_launch(int64_t grid, int cta, size_t smem, cudaStream_t stream, int cluster,
+                                  cudaLaunchAttribute *attr)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3((unsigned)cta);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = (unsigned)cluster;
+    attr->val.clusterDim.y = attr->val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = cluster > 1 ? 1 : 0;
+    return cfg;
+}
+
+/*
+ * The balanced grid in clusters, for kernels whose columns live in shared
+ * memory (SmemColumns::write): a cluster of C CTAs writes one partial row
+ * instead of C, so the partial rows, written by the row kernel and read
+ * again by the reducer, shrink C-fold.  Whatever the row length, the
+ * resident CTAs' columns fill the SMs' shared memory, ~17 MB of partial rows
+ * on the H200, against the 403 MB a LayerNorm backward moves at M n = 2^26.
+ * C is the largest of 8, 4, 2 whose resident clusters hold the balanced grid
+ * rounded up to a multiple of C (a CTA more takes no more row groups than
+ * before); 1 where none does.
+ */
+template <class Kernel>
+nf_status cluster_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t groups,
+                       int64_t *grid, int *cluster)
+{
+    NF_TRY(balanced_grid(ctx, kernel, cta, smem, groups, grid));
+    *cluster = 1;
+    for (int c = 8; c >= 2; c /= 2) {
+        const int64_t rounded = (*grid + c - 1) / c * c;
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = cluster_launch(c, cta, smem, NULL, c, &attr);
+        int clusters = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+            (void)cudaGetLastError(); /* not a launch error: this size is just not taken */
+            continue;
+        }
+        if (rounded <= (int64_t)clusters * c) {
+            *grid = rounded;
+            *cluster = c;
+            break;
+        }
+    }
+    return NF_OK;
+}
+
+/* A persistent row kernel that writes one partial row per cluster of
+ * `cluster` CTAs (1: per CTA), then the partial rows' reducer. */
 template <class Kernel>
 nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int slot, Kernel kernel,
-                                 int64_t grid, int cta, size_t smem)
+                                 int64_t grid, int cta, size_t smem, int cluster = 1)
 {
+    const int64_t parts = grid / cluster;
     float *pg = NULL, *pb = NULL;
-    NF_TRY(partial_buffers(ctx, a, slot, grid, &pg, &pb));
-    kernel<<<(unsigned)grid, cta, smem, nf_stream_of(ctx)>>>(*a, pg, pb);
-    NF_CUDA_LAUNCHED("norm_bwd row kernel");
-    return finish_partials(ctx, a, grid, pg, pb);
+    NF_TRY(partial_buffers(ctx, a, slot, parts, &pg, &pb));
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = cluster_launch(grid, cta, smem, nf_stream_of(ctx), cluster, &attr);
+    NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, *a, pg, pb));
+    return finish_partials(ctx, a, parts, pg, pb);
 }
 
 /* Plain row kernel.  With columns: a persistent grid (register columns: as
@@ -855,8 +937,9 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     size_t smem;
     NF_TRY(columns_smem<Cols>(kernel, a, &smem));
     int64_t grid = groups;
+    int cluster = 1;
     if (smem > 0) {
-        NF_TRY(balanced_grid(ctx, kernel, CTA, smem, groups, &grid));
+        NF_TRY(cluster_grid(ctx, kernel, CTA, smem, groups, &grid, &cluster));
     } else if (Cols::kOn) {
         /* persistent: as many CTAs as fit at once, so partial rows stay few */
         int64_t resident;
@@ -866,7 +949,7 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         grid = INT32_MAX;
     }
     if (Cols::kOn)
-        return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
+        return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
     kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, nullptr, nullptr);
     NF_CUDA_LAUNCHED("norm_bwd_vec");
     return columns(ctx, a, slot);
@@ -882,9 +965,14 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     auto kernel = norm_bwd_pipe<TPR, VPT, LN, Cols>;
     size_t smem;
     NF_TRY(columns_smem<Cols>(kernel, a, &smem));
+    const int64_t groups = (a->M + ROWS - 1) / ROWS;
     int64_t grid;
-    NF_TRY(balanced_grid(ctx, kernel, CTA, smem, (a->M + ROWS - 1) / ROWS, &grid));
-    return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem);
+    int cluster = 1;
+    if constexpr (Cols::kSmem)
+        NF_TRY(cluster_grid(ctx, kernel, CTA, smem, groups, &grid, &cluster));
+    else
+        NF_TRY(balanced_grid(ctx, kernel, CTA, smem, groups, &grid));
+    return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
 }
 
 /*

@@ -6,8 +6,9 @@
  * `rank` of the cluster, and ld/st.shared::cluster access it.  barrier.cluster
  * (arrive.release + wait.acquire) orders those accesses across the cluster;
  * every thread of every CTA of the cluster must take part.  Used by the
- * post-norm kernels to exchange per-row statistics between the N-tiles of a
- * row; launch with cudaLaunchKernelEx and cudaLaunchAttributeClusterDimension.
+ * fused kernels' 2-CTA clusters and by the reference norm backward, whose
+ * clusters add their CTAs' dg/db column sums (ref/norm_bwd.cu); launch with
+ * cudaLaunchKernelEx and cudaLaunchAttributeClusterDimension.
  */
 #ifndef NF_HOPPER_CLUSTER_CUH
 #define NF_HOPPER_CLUSTER_CUH
@@ -71,6 +72,15 @@ __device__ __forceinline__ float2 dsmem_load_f32x2(uint32_t remote)
 __device__ __forceinline__ void dsmem_store_f32x2(uint32_t remote, float2 v)
 {
     asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(remote), "f"(v.x), "f"(v.y) : "memory");
+}
+__device__ __forceinline__ float4 dsmem_load_f32x4(uint32_t remote)
+{
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(remote)
+                 : "memory");
+    return v;
 }
 
 /* Arrive on the mbarrier at shared::cluster address `remote` (any CTA of the

@@ -235,7 +235,9 @@ nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
  * held to 64 registers (MIN_CTAS 4; 76 without, no spills with): its one-row
  * CTAs then fit four to an SM instead of three, and the 4096 rows of
  * M n = 2^26 take 7.8 rounds of 528 CTAs (8: 97 % used) instead of 10.3 of
- * 396 (11: 94 %).
+ * 396 (11: 94 %); measured 0.860 -> 0.885 at 2^26 (four alternating pairs of
+ * runs, each in its favour), 0.963 -> 0.960 at 2^28
+ * (reports/h200/ab_norm_fwd4cta/alt).
  */
 template <bool LN>
 nf_status launch_vec_by_n(const nf_norm_fwd_args *a, cudaStream_t st)

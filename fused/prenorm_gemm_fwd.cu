@@ -47,7 +47,8 @@
  * v5: the epilogue then waits for their pass over the last stage).
  *
  * Epilogue: ss_i = both halves; rstd_i = 1/sqrt(ss_i/K + eps) (correctly
- * rounded sqrt and division); y = bf16(acc * rstd_i), NaN on rows whose ss
+ * rounded sqrt and division), formed and put in shared memory while the last
+ * stage's wgmma still run (publish_rstd); y = bf16(acc * rstd_i), NaN on rows whose ss
  * overflowed (the domain limit of the lazy form, normfuse.h) -> 128B-swizzled smem
  * by stmatrix (a 16x16 block per instruction, conflict-free; ~1 % faster than
  * 32-bit stores, fused/NOTES.md v7) -> TMA store of 64x64 boxes.  rstd is written once
@@ -63,10 +64,10 @@
  * per CTA: BN=128: 5 x 32 KB stages + 32 KB Y tile + barriers ~ 197 KB;
  * BN=256: 3 x 48 KB stages + 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4:
  * 4 x 48 KB stages + 2 x 2 x 8 KB Y slots + barriers ~ 226 KB.
- * Measured (H200, reports/h200/bench.md at 75748de, fused and cuBLASLt timed
- * in turn): the variant the launcher picks takes 0.97-1.06x the time of
- * cuBLASLt's GEMM alone over SPEC.md's seed grid (fused/NOTES.md v1-v8 have
- * the history).
+ * Measured (H200, reports/h200/bench.md at 5931af2, fused and cuBLASLt timed
+ * in turn): the variant the launcher picks takes 0.98-1.06x the time of
+ * cuBLASLt's GEMM alone over SPEC.md's seed grid; rstd under the last wgmma
+ * took ~1 % more off since (fused/NOTES.md v1-v9 have the history).
  */
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -205,11 +206,15 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
     }
 }
 
-/* acc = A[rows of this warpgroup] @ Wg[:, n-tile]; returns this thread's
- * partial sum of squares of its row. */
-template <class C>
-__device__ __forceinline__ float mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
-                                          float (&acc)[C::ACC], int cw, int tid, int k_tiles)
+/* acc = A[rows of this warpgroup] @ Wg[:, n-tile].  This thread's partial sum
+ * of squares of its row goes to sums_done(ss) as soon as the last stage's is
+ * added, while that stage's wgmma still run: what it does with it (rstd,
+ * publish_rstd) is then off the tensor cores' idle time between tiles
+ * (0-3.6 % faster, fused/NOTES.md v9). */
+template <class C, class SumsDone>
+__device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
+                                         float (&acc)[C::ACC], int cw, int tid, int k_tiles,
+                                         SumsDone &&sums_done)
 {
     const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
     float ss = 0.0f;
@@ -236,21 +241,19 @@ __device__ __forceinline__ float mainloop(shared_storage<C> &s, ring_pos<C::STAG
         prev = p;
         p.advance();
     }
+    sums_done(ss);
     wgmma_wait<0>();
     wgmma_fence_regs(acc);
     release_stage<C>(s.ring, prev);
-    return ss;
 }
 
-/* rstd = 1/sqrt(ss/K + eps); Y = bf16(acc * rstd) -> smem -> TMA store, one
- * 64x64 box (one bulk group) at a time. */
+/* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
+ * epilogue after its first barrier) and, for N-tile 0, to rstd_out. */
 template <class C>
-__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], float ss,
-                                         int cw, int tid, int64_t m0, int64_t n0, int64_t M,
-                                         int64_t N, int64_t K, float eps, bool write_rstd,
-                                         float *rstd_out, const CUtensorMap *tm_y)
+__device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int cw, int tid, int64_t m0,
+                                             int64_t M, int64_t K, float eps, bool write_rstd,
+                                             float *rstd_out)
 {
-    const uint32_t bar = cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1;
     ss += __shfl_xor_sync(0xffffffffu, ss, 1);           /* ss_i = both halves of row i */
     const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
     const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
@@ -262,7 +265,15 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
         if (write_rstd && m0 + row < M)
             rstd_out[m0 + row] = rstd;
     }
+}
 
+/* Y = bf16(acc * rstd) -> smem -> TMA store, one 64x64 box (one bulk group)
+ * at a time. */
+template <class C>
+__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], int cw, int tid,
+                                         int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y)
+{
+    const uint32_t bar = cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1;
     /* Box bx goes to slot bx % Y_SLOTS.  With a slot per box, the previous
      * tile's stores (one group) must have read their slots before box 0, and
      * the tile leaves as one group; with a ring, box bx waits only for the
@@ -351,9 +362,12 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         tile_coord t;
         float acc[C::ACC];
         while (sched.fetch(t)) {
-            const float ss = mainloop<C>(s, p, acc, cw, tid, k_tiles);
-            epilogue<C>(s, acc, ss, cw, tid, t.m_tile * C::BM, t.n_tile * C::BN, M, N, K, eps,
-                        t.n_tile == 0 && rstd_out != nullptr, rstd_out, &tm_y);
+            const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
+            auto publish = [&](float ss) {
+                publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
+            };
+            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
+            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
         }
         if (tid == 0)
             tma_store_wait_all();

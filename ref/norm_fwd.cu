@@ -98,11 +98,9 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
 
 /* ---- vectorised path ---------------------------------------------------------- */
 
-/* One row per TPR-thread group; VPT 8-element vectors per thread; ptxas asked
- * for MIN_CTAS resident CTAs per SM (a register cap). */
-template <int TPR, int VPT, bool LN, int MIN_CTAS = 1>
-__global__ void __launch_bounds__(nf_cta_threads<TPR>(), MIN_CTAS)
-norm_fwd_vec(const nf_norm_fwd_args a)
+/* One row per TPR-thread group; VPT 8-element vectors per thread. */
+template <int TPR, int VPT, bool LN>
+__device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
 {
     constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     __shared__ float scratch[ROWS][2 * nf_group_scratch_floats<TPR>()];
@@ -171,6 +169,23 @@ norm_fwd_vec(const nf_norm_fwd_args a)
     }
 }
 
+template <int TPR, int VPT, bool LN>
+__global__ void __launch_bounds__(nf_cta_threads<TPR>()) norm_fwd_vec(const nf_norm_fwd_args a)
+{
+    vec_row<TPR, VPT, LN>(a);
+}
+
+/* The same with ptxas asked for MIN_CTAS resident CTAs per SM, a register
+ * cap, only where that was measured to pay.  Not a default of 1: asked for
+ * one CTA, ptxas spends more registers than with no minimum at all
+ * (LayerNorm n = 8192: 48 -> 56, five CTAs per SM -> four, 0.93 -> 0.90 of
+ * copy bandwidth at 2^26 in the two suites that had it, 5931af2 and a8f0cea). */
+template <int TPR, int VPT, bool LN, int MIN_CTAS>
+__global__ void __launch_bounds__(nf_cta_threads<TPR>(), MIN_CTAS) norm_fwd_vec_capped(const nf_norm_fwd_args a)
+{
+    vec_row<TPR, VPT, LN>(a);
+}
+
 /* ---- scalar fallback ------------------------------------------------------------ */
 
 template <int TPR, bool LN>
@@ -213,12 +228,16 @@ norm_fwd_scalar(const nf_norm_fwd_args a)
 
 /* ---- launch ------------------------------------------------------------------------ */
 
-template <int TPR, int VPT, bool LN, int MIN_CTAS = 1>
+/* MIN_CTAS 0: no minimum asked of ptxas (norm_fwd_vec). */
+template <int TPR, int VPT, bool LN, int MIN_CTAS = 0>
 nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
 {
     constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     const int64_t blocks = (a->M + ROWS - 1) / ROWS;
-    norm_fwd_vec<TPR, VPT, LN, MIN_CTAS><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+    if constexpr (MIN_CTAS > 0)
+        norm_fwd_vec_capped<TPR, VPT, LN, MIN_CTAS><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+    else
+        norm_fwd_vec<TPR, VPT, LN><<<(unsigned)blocks, CTA, 0, st>>>(*a);
     NF_CUDA_LAUNCHED("norm_fwd_vec");
     return NF_OK;
 }

@@ -13,6 +13,13 @@
 # value before anything is timed (ab_check.log), so that a variant that is
 # fast because it is wrong shows up.  Each case gets its own seed.
 #
+# NF_AB_ROUNDS=R (default 1): R rounds of one bench per value, the values in
+# the order given in odd rounds and reversed in even ones (a process that
+# runs first in a pair can read a few % apart from the second, whatever its
+# kernel: ref/NOTES.md item 27), each run named ab_VAR_V_rN; compare.txt then
+# has bench_compare.py --rounds (mean, range and rounds won per value) after
+# the table of every run.
+#
 # Builds first when build/ has no normfuse (scripts/gpu_suite.sh build).
 # Exit: 0, 1 when a check or a bench run failed, 2 on usage, 77 without a GPU.
 #
@@ -20,7 +27,7 @@
 #   NF_AB_CHECKS="--op norm_bwd --impl norm_bwd/ref --kind ln --shape M=531,N=16384" \
 #     scripts/ab_bench.sh out/ab NF_AB_BWD=0,4 --grid norm --op rmsnorm_bwd,layernorm_bwd --impl ref
 set -euo pipefail
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 spec="$2"
 var="${spec%%=*}" values="${spec#*=}"
@@ -35,6 +42,8 @@ shift 2
 cli="$build/cli/normfuse"
 [ -x "$cli" ] || "$root/scripts/gpu_suite.sh" build "$out" > /dev/null
 IFS=',' read -r -a vals <<< "$values"
+rounds="${NF_AB_ROUNDS:-1}"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "ab_bench: NF_AB_ROUNDS: '$rounds' is not a positive integer" >&2; exit 2; }
 
 status=0
 if [ -n "${NF_AB_CHECKS:-}" ]; then
@@ -50,24 +59,37 @@ fi
 
 jsons=()
 clock_log_start "$out/clocks.csv"
-for v in "${vals[@]}"; do
-  name="ab_${var}_$v"
-  log="$out/$name.log"
-  report_header "$log" "$var=$v normfuse bench $* --json $name.json"
-  rc=0
-  env "$var=$v" "$cli" bench "$@" --json "$out/$name.json" >> "$log" 2>&1 || rc=$?
-  [ "$rc" = 77 ] && { echo "ab_bench: no GPU visible" >&2; exit 77; }
-  if [ "$rc" != 0 ]; then
-    echo "ab_bench: bench failed under $var=$v (exit $rc, see $log)" >&2
-    status=1
-    continue
+for ((r = 1; r <= rounds; r++)); do
+  order=("${vals[@]}")
+  if ((r % 2 == 0)); then
+    order=()
+    for ((i = ${#vals[@]} - 1; i >= 0; i--)); do order+=("${vals[$i]}"); done
   fi
-  jsons+=("$out/$name.json")
+  for v in "${order[@]}"; do
+    name="ab_${var}_$v"
+    ((rounds > 1)) && name="${name}_r$r"
+    log="$out/$name.log"
+    report_header "$log" "$var=$v normfuse bench $* --json $name.json"
+    rc=0
+    env "$var=$v" "$cli" bench "$@" --json "$out/$name.json" >> "$log" 2>&1 || rc=$?
+    [ "$rc" = 77 ] && { echo "ab_bench: no GPU visible" >&2; exit 77; }
+    if [ "$rc" != 0 ]; then
+      echo "ab_bench: bench failed under $var=$v (exit $rc, see $log)" >&2
+      status=1
+      continue
+    fi
+    jsons+=("$out/$name.json")
+  done
 done
 clock_log_stop
 if [ ${#jsons[@]} -gt 0 ]; then
   report_header "$out/compare.txt" "scripts/bench_compare.py ${NF_AB_COMPARE:-} ${jsons[*]##*/}"
   # shellcheck disable=SC2086
   python3 "$root/scripts/bench_compare.py" ${NF_AB_COMPARE:-} "${jsons[@]}" | tee -a "$out/compare.txt"
+  if ((rounds > 1)); then
+    printf '\n# scripts/bench_compare.py --rounds %s%s\n' "${NF_AB_COMPARE:+$NF_AB_COMPARE }" "${jsons[*]##*/}" >> "$out/compare.txt"
+    # shellcheck disable=SC2086
+    python3 "$root/scripts/bench_compare.py" --rounds ${NF_AB_COMPARE:-} "${jsons[@]}" | tee -a "$out/compare.txt"
+  fi
 fi
 exit $status

@@ -5,25 +5,30 @@
 # tree as it is ("new") and a copy of it with the files under BASEDIR laid
 # over it ("base"; BASEDIR mirrors the tree, e.g. BASEDIR/ref/norm_bwd.cu).
 # Each is built (scripts/gpu_suite.sh build), then `normfuse bench` runs with
-# the options given, twice per version, interleaved (base, new, base, new) so
-# that drift between runs shows; compare.txt is scripts/bench_compare.py over
-# the four runs.  Use it where a switch inside one build (ab_bench.sh) would
-# change the code being compared.  NF_COMMIT names "new"; NF_BASE names
-# "base" (default: "NF_COMMIT with BASEDIR's files").  NF_AB_CHECKS: `normfuse
-# check` cases, separated by ';', run by both builds before anything is timed
-# (ab_check.log; see ab_checks in gpu_env.sh).
+# the options given in NF_AB_ROUNDS rounds (default 2) of one run per version,
+# base first in odd rounds and new first in even ones (base, new, new, base,
+# ...: the first process of a pair can read a few % apart from the second,
+# ref/NOTES.md item 27), each run named ab_<version>_r<N>; compare.txt is
+# scripts/bench_compare.py --time over every run, then --rounds over them
+# (mean, range and rounds won per version).  Use it where a switch inside one
+# build (ab_bench.sh) would change the code being compared.  NF_COMMIT names
+# "new"; NF_BASE names "base" (default: "NF_COMMIT with BASEDIR's files").
+# NF_AB_CHECKS: `normfuse check` cases, separated by ';', run by both builds
+# before anything is timed (ab_check.log; see ab_checks in gpu_env.sh).
 # Exit: 0, 1 when a build, a check or a bench run failed, 2 on usage, 77 without a GPU.
 #
 #   NF_COMMIT=315735d NF_BASE="315735d with its parent's ref/" \
 #     scripts/ab_builds.sh out/ab_norm_bar base/ --grid norm --impl ref
 set -euo pipefail
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 if [ $# -lt 2 ] || ! [ -d "$2" ]; then usage; fi
 # shellcheck source=scripts/gpu_env.sh
 . "$(dirname "$0")/gpu_env.sh"
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
 base_files="$(cd "$2" && pwd)"
 shift 2
+rounds="${NF_AB_ROUNDS:-2}"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "ab_builds: NF_AB_ROUNDS: '$rounds' is not a positive integer" >&2; exit 2; }
 new_commit="$report_commit"
 base_commit="${NF_BASE:-$new_commit with the files of $base_files}"
 
@@ -49,11 +54,13 @@ if [ -n "${NF_AB_CHECKS:-}" ]; then
   done
 fi
 runs=()
-for rep in 1 2; do
-  for v in base new; do
+for ((rep = 1; rep <= rounds; rep++)); do
+  order=(base new)
+  ((rep % 2 == 0)) && order=(new base)
+  for v in "${order[@]}"; do
     if [ "$v" = base ]; then cli="$base_tree/build/cli/normfuse" report_commit="$base_commit"
     else cli="$build/cli/normfuse" report_commit="$new_commit"; fi
-    name="ab_${v}_$rep"
+    name="ab_${v}_r$rep"
     report_header "$out/$name.log" "normfuse bench $* --json $name.json"
     rc=0
     "$cli" bench "$@" --json "$out/$name.json" >> "$out/$name.log" 2>&1 || rc=$?
@@ -70,5 +77,7 @@ report_commit="$new_commit vs $base_commit"
 if [ ${#runs[@]} -gt 0 ]; then
   report_header "$out/compare.txt" "scripts/bench_compare.py --time ${runs[*]}"
   (cd "$out" && python3 "$root/scripts/bench_compare.py" --time "${runs[@]}") | tee -a "$out/compare.txt"
+  printf '\n# scripts/bench_compare.py --time --rounds %s\n' "${runs[*]}" >> "$out/compare.txt"
+  (cd "$out" && python3 "$root/scripts/bench_compare.py" --time --rounds "${runs[@]}") | tee -a "$out/compare.txt"
 fi
 exit $status

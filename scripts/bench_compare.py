@@ -5,10 +5,23 @@ One row per (op, impl, shape) present in every run; one column per run with
 the case's fraction of that run's measured copy bandwidth (memory-bound ops)
 or its time in microseconds (--time); a case that failed in a run (no time)
 prints "failed" there.  Used for the A/B runs under reports/h200/ab_*/.
+
+--rounds: the runs are rounds of the same variants (names ending in _r<N>,
+as scripts/ab_bench.sh writes them with NF_AB_ROUNDS): one column per
+variant instead, its mean over the rounds with the lowest and highest
+("0.885 0.875-0.896"), and the variant with the best mean last (highest
+fraction, or lowest time), in parentheses where its range overlaps
+another's, with the rounds it won outright (its N-th run ahead of every
+other variant's N-th: "4/4"); a case that failed in any round of a variant
+prints "failed" for it.  Separate processes of one case read a few % apart
+on the H200 (ref/NOTES.md item 27): a difference is one when the ranges
+do not overlap.
 """
 import argparse
 import json
 import os
+import re
+import statistics
 
 
 def load(path):
@@ -26,25 +39,70 @@ def main():
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--time", action="store_true", help="print microseconds, not the bandwidth fraction")
     ap.add_argument("--impl", default=None, help="only this impl (ref, vendor, fused)")
+    ap.add_argument("--rounds", action="store_true",
+                    help="group runs named <variant>_r<N>: mean and range per variant over its rounds")
     args = ap.parse_args()
     runs = [load(p) for p in args.runs]
     keys = [k for k in runs[0][1] if all(k in r[1] for r in runs[1:])]
     if args.impl:
         keys = [k for k in keys if k[1] == args.impl]
     names = [os.path.splitext(os.path.basename(p))[0] for p in args.runs]
+
+    def value(run, c):
+        """The case's number in this run, or None where it failed."""
+        if c.get("time_us") is None:
+            return None
+        if args.time:
+            return c["time_us"]
+        return c["bytes"] / (c["time_us"] * 1e-6) / 1e12 / run["copy_bw_tbs"]
+
+    fmt = "%.1f" if args.time else "%.3f"
+    rows = sorted(keys, key=lambda k: (k[0], k[1], k[2]))
+    if args.rounds:
+        groups = {}  # variant -> indices of its runs, in the order first seen
+        for i, n in enumerate(names):
+            groups.setdefault(re.sub(r"_r\d+$", "", n), []).append(i)
+        width = max(19, *(len(g) for g in groups))
+        print("%-14s %-7s %-26s " % ("op", "impl", "shape") + " ".join("%*s" % (width, g) for g in groups)
+              + "  best (rounds: %s)" % ", ".join("%s %d" % (g, len(ix)) for g, ix in groups.items()))
+        for k in rows:
+            cols, means, spans = [], {}, {}
+            for g, ix in groups.items():
+                vals = [value(runs[i][0], runs[i][1][k]) for i in ix]
+                if any(v is None for v in vals):
+                    cols.append("%*s" % (width, "failed"))
+                    continue
+                means[g], spans[g] = statistics.mean(vals), (min(vals), max(vals))
+                cell = (fmt + " " + fmt + "-" + fmt) % (means[g], min(vals), max(vals))
+                cols.append("%*s" % (width, cell))
+            pick = min if args.time else max
+            if not means:
+                print("%-14s %-7s %-26s " % (k[0], k[1], " ".join("%s=%s" % kv for kv in k[2]))
+                      + " ".join(cols) + "  -")
+                continue
+            best = pick(means, key=means.get)
+            lo, hi = spans[best]
+            # rounds the best won outright: its j-th run ahead of every other variant's j-th
+            nr = min(len(ix) for ix in groups.values())
+            better = (lambda x, y: x < y) if args.time else (lambda x, y: x > y)
+            won = sum(all(better(value(*runs[groups[best][j]][:1], runs[groups[best][j]][1][k]),
+                                 value(*runs[ix[j]][:1], runs[ix[j]][1][k]))
+                          for g, ix in groups.items() if g != best and g in means)
+                      for j in range(nr))
+            if any(g != best and spans[g][0] <= hi and lo <= spans[g][1] for g in spans):
+                best = "(%s)" % best  # its range overlaps another's: within the spread
+            best += " %d/%d" % (won, nr)
+            print("%-14s %-7s %-26s " % (k[0], k[1], " ".join("%s=%s" % kv for kv in k[2]))
+                  + " ".join(cols) + "  " + best)
+        return
     width = max(10, *(len(n) for n in names))
     print("%-14s %-7s %-26s " % ("op", "impl", "shape") + " ".join("%*s" % (width, n) for n in names))
-    for k in sorted(keys, key=lambda k: (k[0], k[1], k[2])):
+    for k in rows:
         shape = " ".join("%s=%s" % kv for kv in k[2])
         cols = []
         for run, cases in runs:
-            c = cases[k]
-            if c.get("time_us") is None:
-                cols.append("%*s" % (width, "failed"))
-            elif args.time:
-                cols.append("%*.1f" % (width, c["time_us"]))
-            else:
-                cols.append("%*.3f" % (width, c["bytes"] / (c["time_us"] * 1e-6) / 1e12 / run["copy_bw_tbs"]))
+            v = value(run, cases[k])
+            cols.append("%*s" % (width, "failed") if v is None else "%*s" % (width, fmt % v))
         print("%-14s %-7s %-26s " % (k[0], k[1], shape) + " ".join(cols))
 
 

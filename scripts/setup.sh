@@ -3,7 +3,7 @@
 # with the CUDA toolkit already present (nvcc, cuBLAS, cuDNN).  Idempotent:
 # installs only what is missing.  Needs root (or sudo) for apt-get.
 set -euo pipefail
-packages=(cmake make gcc g++ pkg-config libmpfr-dev libgmp-dev libcriterion-dev gnuplot-nox)
+packages=(cmake make gcc g++ pkg-config libmpfr-dev libgmp-dev libcriterion-dev gnuplot-nox python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

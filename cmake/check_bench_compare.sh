@@ -1,0 +1,46 @@
+#!/bin/sh
+# check_bench_compare.sh SCRIPT: scripts/bench_compare.py on runs whose
+# numbers are known.  Two variants, a and b, two rounds each (b's rounds in
+# the reverse order, as ab_bench.sh runs them), two cases: the norm case is
+# faster under b in both rounds (the ranges apart), the GEMM case faster
+# under a in one round and slower in the other (the ranges overlap), and a
+# case that failed in one run.  Checks the plain table and --rounds.
+set -eu
+if [ $# -ne 1 ] || ! [ -r "$1" ]; then echo "check_bench_compare: usage: check_bench_compare.sh SCRIPT" >&2; exit 2; fi
+script="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+py="${PYTHON:-python3}"
+command -v "$py" > /dev/null || { echo "SKIP: no $py"; exit 77; }
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+run() { # NAME NORM_US GEMM_US FAILED_US (null: failed)
+  cat > "$dir/$1.json" <<JSON
+{"gpu": "test", "date": "2026-11-29", "command": "test", "copy_bw_tbs": 4.0, "mm_peak_tflops": 800.0,
+ "cases": [
+  {"op": "rmsnorm_fwd", "impl": "ref", "shape": {"M": 4096, "n": 16384}, "time_us": $2, "bytes": 268435456, "flops": 0},
+  {"op": "gemm", "impl": "cublas", "shape": {"M": 65536, "K": 256, "N": 256}, "time_us": $3, "bytes": 1, "flops": 1},
+  {"op": "layernorm_bwd", "impl": "ref", "shape": {"M": 8, "n": 8}, "time_us": $4, "bytes": 1, "flops": 0}]}
+JSON
+}
+run ab_X_a_r1 100.0 20.0 5.0
+run ab_X_b_r1 80.0 22.0 5.0
+run ab_X_b_r2 90.0 18.0 null
+run ab_X_a_r2 110.0 21.0 5.0
+status=0
+expect() { # OUTPUT PATTERN WHAT
+  if ! printf '%s\n' "$1" | grep -qE "$2"; then
+    echo "FAIL: $3: no line matches '$2' in:"; printf '%s\n' "$1"; status=1
+  fi
+}
+cd "$dir"
+plain="$("$py" "$script" ab_X_a_r1.json ab_X_b_r1.json)"
+# 268435456 bytes in 100 us at 4.0 TB/s: 0.671 of copy bandwidth; in 80 us 0.839
+expect "$plain" '^rmsnorm_fwd +ref +M=4096 n=16384 +0\.671 +0\.839$' "plain table, fractions"
+rounds="$("$py" "$script" --rounds --time ab_X_a_r1.json ab_X_b_r1.json ab_X_b_r2.json ab_X_a_r2.json)"
+expect "$rounds" 'ab_X_a +ab_X_b +best \(rounds: ab_X_a 2, ab_X_b 2\)' "--rounds header"
+expect "$rounds" '^rmsnorm_fwd .* 105\.0 100\.0-110\.0 +85\.0 80\.0-90\.0 +ab_X_b 2/2$' "a clear win"
+expect "$rounds" '^gemm .* 20\.5 20\.0-21\.0 +20\.0 18\.0-22\.0 +\(ab_X_b\) 1/2$' "a win within the spread"
+expect "$rounds" '^layernorm_bwd .* 5\.0 5\.0-5\.0 +failed +ab_X_a 2/2$' "a failed round"
+frac="$("$py" "$script" --rounds ab_X_a_r1.json ab_X_b_r1.json ab_X_b_r2.json ab_X_a_r2.json)"
+expect "$frac" '^rmsnorm_fwd .* ab_X_b 2/2$' "--rounds on fractions: higher is better"
+[ "$status" = 0 ] && echo "PASS: bench_compare.py tables as expected"
+exit "$status"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_kernel_occupancy.py — the register-limited occupancy of the norm kernels.
+"""check_kernel_occupancy.py — the kernels' register-limited occupancy and spills.
 
     check_kernel_occupancy.py --golden FILE [--update] --nvcc NVCC [--flag F ...] SRC...
 
@@ -8,10 +8,10 @@ count.  A memory-bound norm kernel's speed follows how many of its CTAs fit on a
 SM, and that moves with the register count in steps (256 registers per warp):
 ref/NOTES.md item 28 is a kernel that went from 48 to 56 registers, five CTAs per
 SM to four, and 3.5 % slower, unnoticed by every test.  FILE records, per kernel,
-the threads per CTA and the register count it was measured with; the check fails
-when a kernel now fits fewer CTAs per SM than that count allowed, and when a
-kernel is new or gone.  A count that moves within the same step is printed and
-passes.  After measuring a kernel change on the GPU, `--update` (or
+the threads per CTA, the register count and the bytes of spill stores it was
+measured with; the check fails when a kernel now fits fewer CTAs per SM than that
+count allowed, spills more, or is new or gone.  A count that moves within the
+same step is printed and passes.  After measuring a kernel change on the GPU, `--update` (or
 NF_UPDATE_GOLDEN=1 in the environment: `NF_UPDATE_GOLDEN=1 ctest -R
 kernel_occupancy_test` from the build folder) rewrites FILE (threads of a new
 kernel from its template's first argument, the threads per row, as nf_cta_threads
@@ -29,7 +29,9 @@ import tempfile
 
 REGS_PER_SM, MAX_THREADS_PER_SM, MAX_CTAS_PER_SM = 65536, 2048, 32
 MIN_CTA = 128  # nf_cta_threads: a CTA has at least 128 threads
-FIXED_THREADS = {"norm_bwd_sum_parts": 512, "norm_bwd_columns": 256}  # kSumCols * kSumWarps, kColThreads
+# kernels whose first template argument is not their threads per row:
+# kSumCols * kSumWarps, kColThreads, and the pre-norm GEMM's three warpgroups
+FIXED_THREADS = {"norm_bwd_sum_parts": 512, "norm_bwd_columns": 256, "prenorm_gemm_fwd_kernel": 384}
 
 
 def ctas_per_sm(regs, threads):
@@ -61,17 +63,20 @@ def compile_regs(nvcc, flags, src):
     if run.returncode != 0:
         sys.stderr.write(" ".join(cmd) + "\n" + run.stdout + run.stderr)
         sys.exit(2)
-    regs, entry = {}, None
+    found, entry, spill = {}, None, 0
     for line in run.stderr.splitlines():
         m = re.search(r"Compiling entry function '([^']+)'", line)
         if m:
-            entry = m.group(1)
+            entry, spill = m.group(1), 0
             continue
+        m = re.search(r"(\d+) bytes spill stores", line)
+        if m:
+            spill = int(m.group(1))
         m = re.search(r"Used (\d+) registers", line)
         if m and entry:
-            regs[key_of(src, entry)] = int(m.group(1))
+            found[key_of(src, entry)] = (int(m.group(1)), spill)
             entry = None
-    return regs
+    return found
 
 
 def read_golden(path):
@@ -80,8 +85,8 @@ def read_golden(path):
         with open(path) as f:
             for line in f:
                 if line.strip() and not line.startswith("#"):
-                    key, threads, regs = line.split()
-                    golden[key] = (int(threads), int(regs))
+                    key, threads, regs, spill = line.split()
+                    golden[key] = (int(threads), int(regs), int(spill))
     return golden
 
 
@@ -105,10 +110,11 @@ def main():
             threads = golden[key][0] if key in golden else threads_of(key)
             if threads is None:
                 sys.exit("check_kernel_occupancy: %s: threads per CTA unknown; add it to FIXED_THREADS" % key)
-            lines.append("%s %d %d\n" % (key, threads, now[key]))
+            lines.append("%s %d %d %d\n" % (key, threads, *now[key]))
         with open(args.golden, "w") as f:
-            f.write("# kernel threads-per-CTA registers: cmake/check_kernel_occupancy.py --update wrote it;\n"
-                    "# the kernel_occupancy_test fails when a kernel fits fewer CTAs per SM than this.\n")
+            f.write("# kernel threads-per-CTA registers spill-store-bytes: cmake/check_kernel_occupancy.py\n"
+                    "# --update wrote it; kernel_occupancy_test fails when a kernel fits fewer CTAs per SM\n"
+                    "# than these registers allow, or spills more.\n")
             f.writelines(lines)
         print("check_kernel_occupancy: %d kernels written to %s" % (len(lines), args.golden))
         return 0
@@ -119,19 +125,23 @@ def main():
             print("FAIL %s: gone (run --update once the change is measured)" % key)
             status = 1
         elif key not in golden:
-            print("FAIL %s: new, %d registers (measure it, then --update)" % (key, now[key]))
+            print("FAIL %s: new, %d registers (measure it, then --update)" % (key, now[key][0]))
             status = 1
         else:
-            threads, regs = golden[key]
-            was, is_ = ctas_per_sm(regs, threads), ctas_per_sm(now[key], threads)
+            threads, regs, spill = golden[key]
+            (regs_now, spill_now) = now[key]
+            was, is_ = ctas_per_sm(regs, threads), ctas_per_sm(regs_now, threads)
             if is_ < was:
                 print("FAIL %s: %d -> %d registers, %d -> %d CTAs of %d threads per SM"
-                      % (key, regs, now[key], was, is_, threads))
+                      % (key, regs, regs_now, was, is_, threads))
                 status = 1
-            elif now[key] != regs:
-                print("note %s: %d -> %d registers, %d CTAs per SM either way" % (key, regs, now[key], is_))
+            elif regs_now != regs:
+                print("note %s: %d -> %d registers, %d CTAs per SM either way" % (key, regs, regs_now, is_))
+            if spill_now > spill:
+                print("FAIL %s: spills %d bytes, %d recorded" % (key, spill_now, spill))
+                status = 1
     if status == 0:
-        print("PASS: %d kernels, none fits fewer CTAs per SM than recorded" % len(now))
+        print("PASS: %d kernels, none fits fewer CTAs per SM or spills more than recorded" % len(now))
     return status
 
 

@@ -865,13 +865,14 @@ int nf_cmd_bench(int argc, char **argv)
             if (nf_arg_u64("bench", "--seed", optarg, &seed))
                 return 2;
             break;
-        case 'f':
-            if (strcmp(optarg, "read") && strcmp(optarg, "write")) {
-                fprintf(stderr, "normfuse bench: --flush must be read or write, not '%s'\n", optarg);
+        case 'f': {
+            static const char *const flushes[] = {"read", "write"};
+            int k;
+            if (nf_arg_choice("bench", "--flush", optarg, flushes, 2, &k))
                 return 2;
-            }
-            b.flush_read = !strcmp(optarg, "read");
+            b.flush_read = k == 0;
             break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -104,8 +104,8 @@ __device__ __forceinline__ void own_vectors(int t, int nv, F &&f)
  * (a dependent load per vector, its latency exposed twice per row):
  *  - kRegs: where the register budget allows (128-thread CTAs, 8 VPT
  *    registers, held unpacked by ptxas), loaded once per kernel;
- *  - kShared (SHARED and not kRegs): the CTA copies g into shared memory once
- *    (TPR VPT 16 bytes, at most 32 KB) and each pass reads it there;
+ *  - kShared (not kRegs, and TPR VPT 16 bytes at most kSharedMax = 32 KB):
+ *    the CTA copies g into shared memory once and each pass reads it there;
  *  - neither: from global memory per vector (the column-free kernel of
  *    n > 16384, whose 64 KB of g would not fit the static shared memory).
  * Without g the copies hold bf16 ones, and t = dy 1 = dy exactly.
@@ -116,10 +116,11 @@ __device__ __forceinline__ void own_vectors(int t, int nv, F &&f)
  * 0.82-0.83 to 0.89, n = 2048 0.79 -> 0.87, RMSNorm n = 16384 0.83-0.84 ->
  * 0.85 and 0.92 -> 0.96.
  */
-template <int TPR, int VPT, bool LN, bool SHARED>
+template <int TPR, int VPT, bool LN>
 struct RowG {
+    static constexpr size_t kSharedMax = 32 * 1024;
     static constexpr bool kRegs = nf_cta_threads<TPR>() == kNfMinCta && VPT * (LN ? 2 : 1) <= 4;
-    static constexpr bool kShared = SHARED && !kRegs;
+    static constexpr bool kShared = !kRegs && TPR * VPT * sizeof(uint4) <= kSharedMax;
     uint4 g[kRegs ? VPT : 1];
     const uint4 *gs;            /* kShared only (unset otherwise): the CTA's copy, vector v at gs[v] */
     const nf_norm_bwd_args &a;  /* neither: g read through the kernel's parameters */
@@ -501,7 +502,7 @@ __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
     Cols cols(cols_smem, nv, t);
-    const RowG<TPR, VPT, LN, Cols::kOn> g(a, t, nv);
+    const RowG<TPR, VPT, LN> g(a, t, nv);
 
     if constexpr (Cols::kOn)
         nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
@@ -599,7 +600,7 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
     Cols cols(cols_smem, nv, t);
-    const RowG<TPR, VPT, LN, true> g(a, t, nv);
+    const RowG<TPR, VPT, LN> g(a, t, nv);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
     RowTile<VPT> cur;

@@ -917,7 +917,7 @@ nf_status cluster_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int
  * `cluster` CTAs (1: per CTA), then the partial rows' reducer. */
 template <class Kernel>
 nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int slot, Kernel kernel,
-                                 int64_t grid, int cta, size_t smem, int cluster = 1)
+                                 int64_t grid, int cta, size_t smem, int cluster)
 {
     const int64_t parts = grid / cluster;
     float *pg = NULL, *pb = NULL;
@@ -942,7 +942,7 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     NF_TRY(columns_smem<Cols>(kernel, a, &smem));
     int64_t grid = groups;
     int cluster = 1;
-    if (smem > 0) {
+    if constexpr (Cols::kSmem) {
         NF_TRY(cluster_grid(ctx, kernel, CTA, smem, groups, &grid, &cluster));
     } else if (Cols::kOn) {
         /* persistent: as many CTAs as fit at once, so partial rows stay few */

@@ -83,13 +83,7 @@ for ((r = 1; r <= rounds; r++)); do
 done
 clock_log_stop
 if [ ${#jsons[@]} -gt 0 ]; then
-  report_header "$out/compare.txt" "scripts/bench_compare.py ${NF_AB_COMPARE:-} ${jsons[*]##*/}"
-  # shellcheck disable=SC2086
-  python3 "$root/scripts/bench_compare.py" ${NF_AB_COMPARE:-} "${jsons[@]}" | tee -a "$out/compare.txt"
-  if ((rounds > 1)); then
-    printf '\n# scripts/bench_compare.py --rounds %s%s\n' "${NF_AB_COMPARE:+$NF_AB_COMPARE }" "${jsons[*]##*/}" >> "$out/compare.txt"
-    # shellcheck disable=SC2086
-    python3 "$root/scripts/bench_compare.py" --rounds ${NF_AB_COMPARE:-} "${jsons[@]}" | tee -a "$out/compare.txt"
-  fi
+  # shellcheck disable=SC2086  # NF_AB_COMPARE is a list of options
+  ab_compare "$out" "$rounds" ${NF_AB_COMPARE:-} -- "${jsons[@]##*/}"
 fi
 exit $status

@@ -75,9 +75,6 @@ for ((rep = 1; rep <= rounds; rep++)); do
 done
 report_commit="$new_commit vs $base_commit"
 if [ ${#runs[@]} -gt 0 ]; then
-  report_header "$out/compare.txt" "scripts/bench_compare.py --time ${runs[*]}"
-  (cd "$out" && python3 "$root/scripts/bench_compare.py" --time "${runs[@]}") | tee -a "$out/compare.txt"
-  printf '\n# scripts/bench_compare.py --time --rounds %s\n' "${runs[*]}" >> "$out/compare.txt"
-  (cd "$out" && python3 "$root/scripts/bench_compare.py" --time --rounds "${runs[@]}") | tee -a "$out/compare.txt"
+  ab_compare "$out" "$rounds" --time -- "${runs[@]}"
 fi
 exit $status

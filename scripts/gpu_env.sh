@@ -4,7 +4,8 @@
 #
 # Sets: root, build, cmake_args (the offline prefix when .gpu-deps is used),
 # PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND,
-# ab_checks LOG LABEL CLI [VAR=VALUE] and clock_log_start FILE / clock_log_stop.
+# ab_checks LOG LABEL CLI [VAR=VALUE], ab_compare DIR ROUNDS ... and
+# clock_log_start FILE / clock_log_stop.
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -58,6 +59,23 @@ ab_checks() {
     fi
   done
   return $status
+}
+
+# ab_compare DIR ROUNDS [bench_compare.py options] -- RUN.json...: DIR/compare.txt,
+# headed like every log: scripts/bench_compare.py over the runs (names relative
+# to DIR), then, when ROUNDS > 1, the same with --rounds; also printed.
+ab_compare() {
+  local dir="$1" rounds="$2"
+  shift 2
+  local -a opts=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  report_header "$dir/compare.txt" "scripts/bench_compare.py ${opts[*]} $*"
+  (cd "$dir" && python3 "$root/scripts/bench_compare.py" "${opts[@]}" "$@") | tee -a "$dir/compare.txt"
+  if ((rounds > 1)); then
+    printf '\n# scripts/bench_compare.py --rounds %s\n' "${opts[*]} $*" >> "$dir/compare.txt"
+    (cd "$dir" && python3 "$root/scripts/bench_compare.py" --rounds "${opts[@]}" "$@") | tee -a "$dir/compare.txt"
+  fi
 }
 
 # clock_log_start FILE: sample the GPU's SM and memory clocks, power,

@@ -12,8 +12,7 @@ extern "C" {
 #endif
 
 /* Tile variants of the pre-norm GEMM forward (fused/prenorm_gemm_fwd.cu):
- * every variant has 128-row tiles, shared by two consumer warpgroups but for
- * PINGPONG; COOP =
+ * every variant has 128-row tiles shared by two consumer warpgroups; COOP =
  * one CTA per tile; CLUSTER2 = clusters of two CTAs on vertically adjacent
  * tiles sharing each Wg tile through TMA multicast; N128/N256 = N-tile width. */
 typedef enum nf_prenorm_variant {
@@ -24,9 +23,6 @@ typedef enum nf_prenorm_variant {
     NF_PRENORM_CLUSTER2_N256,
     NF_PRENORM_COOP_N256_S4,     /* COOP_N256 with 4 stages: Y leaves through 2 box slots */
     NF_PRENORM_CLUSTER2_N256_S4, /* CLUSTER2_N256 with COOP_N256_S4's 4 stages */
-    NF_PRENORM_PINGPONG_N128,    /* 128x128 tiles, each the whole of one consumer's; the two
-                                    take turns at the tensor cores (one's epilogue under the
-                                    other's mainloop) */
     NF_PRENORM_VARIANT_COUNT
 } nf_prenorm_variant;
 

@@ -88,42 +88,33 @@ namespace {
 
 /* Warpgroup roles, in threadIdx.x order. */
 enum role { PRODUCER = 0, CONSUMER0 = 1, CONSUMER1 = 2, ROLE_COUNT = 3 };
-/* Named barriers (0 is __syncthreads): one per consumer warpgroup's epilogue;
- * with ping-pong tiles, consumer cw's turn at the tensor cores (BAR_TURN0 + cw). */
-enum named_barrier { BAR_EPILOGUE0 = 1, BAR_EPILOGUE1 = 2, BAR_TURN0 = 3, BAR_TURN1 = 4 };
+/* Named barriers (0 is __syncthreads): one per consumer warpgroup's epilogue. */
+enum named_barrier { BAR_EPILOGUE0 = 1, BAR_EPILOGUE1 = 2 };
 
 constexpr int kConsumers = ROLE_COUNT - 1;
 constexpr int kWarpsPerWarpgroup = kWarpgroupThreads / 32;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 constexpr int kGroupM = 8;            /* tile-rows per rasterisation group */
+constexpr int kRowThreads = 2;        /* threads sharing one row's sum of squares */
 constexpr int kChunkBytes = 16;       /* one swizzle chunk = 8 bf16 */
 constexpr int kSmemAlign = kSwizzleAtomBytes;
 constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
 
-/* Cooperative tiles: consumer cw owns rows 64cw..64cw+63 of every 128-row
- * tile.  Ping-pong tiles (PINGPONG): consumer cw owns all 128 rows of every
- * other tile of its CTA and the two take turns at the tensor cores, so one's
- * epilogue runs under the other's mainloop.  CLUSTER = 2: two CTAs of a
- * cluster take vertically adjacent tiles of the same N-tile; each loads half
- * of the Wg boxes of a stage and multicasts them to both, so Wg crosses
- * L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool PINGPONG_ = false>
+/* Consumer cw owns rows 64cw..64cw+63 of every 128-row tile.  CLUSTER = 2:
+ * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
+ * each loads half of the Wg boxes of a stage and multicasts them to both, so
+ * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
-    static constexpr bool PINGPONG = PINGPONG_;
-    /* a consumer warpgroup's rows of a tile, in 64-row wgmma fragments */
-    static constexpr int WG_ROWS = PINGPONG ? BM : BM / kConsumers;
-    static constexpr int FRAGS = WG_ROWS / kWgmmaM;
-    static constexpr int ROW_THREADS = kWarpgroupThreads / WG_ROWS; /* per row's sum of squares */
-    /* 64x64 Y boxes buffered per fragment: all of its BN/64, or a ring of
-     * fewer (the shared memory goes to a deeper stage ring instead) */
+    /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
+     * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
-    /* arrivals on an empty barrier: every warp of the consumers that read the
-     * stage (both, or the ping-pong tile's one) in every CTA of the cluster */
-    static constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : kConsumers) * kWarpsPerWarpgroup * CLUSTER;
+    /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
+    static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = ROLE_COUNT * kWarpgroupThreads;
-    static constexpr int ACC = BN / 2;                       /* fp32 accumulators / thread / fragment */
+    static constexpr int ACC = BN / 2;                       /* fp32 accumulators / thread */
     static constexpr int A_BYTES = BM * BK * kBf16;          /* 16 KB */
     static constexpr int B_BOXES = BN / kSwizzleCols;        /* 64-wide column blocks */
     static constexpr int B_BOX_BYTES = BK * kSwizzleCols * kBf16; /* 8 KB */
@@ -133,18 +124,15 @@ struct config {
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
     static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
-    static_assert(!PINGPONG || (Y_SLOTS == B_BOXES && CLUSTER == 1),
-                  "ping-pong tiles: a slot per box, one CTA per tile");
-    static_assert(ROW_THREADS == 1 || ROW_THREADS == 2, "a row's A is read by one or two threads");
 };
 
 template <class C>
 struct shared_storage {
     alignas(kSmemAlign) uint8_t a[C::STAGES][C::A_BYTES];
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
-    alignas(kSmemAlign) uint8_t y[kConsumers][C::FRAGS * C::Y_SLOTS][C::Y_BOX_BYTES];
+    alignas(kSmemAlign) uint8_t y[kConsumers][C::Y_SLOTS][C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
-    float rstd[kConsumers * C::WG_ROWS]; /* consumer cw's rows: rstd[WG_ROWS cw ..] */
+    float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
 };
 
 template <class C>
@@ -218,143 +206,118 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
     }
 }
 
-/* acc[f] = A[fragment f of this warpgroup's rows] @ Wg[:, n-tile].  Once the
- * last stage's wgmma are issued and its sum of squares added, while they
- * still run, loop_done(ss) gets the sum of squares of the row this thread
- * publishes (cooperative: both threads of the row hold it): what it does
- * with it (rstd, publish_rstd; the ping-pong hand-over) is then off the
- * tensor cores' idle time between tiles (0-3.6 % faster, fused/NOTES.md v9). */
-template <class C, class LoopDone>
+/* acc = A[rows of this warpgroup] @ Wg[:, n-tile].  This thread's partial sum
+ * of squares of its row goes to sums_done(ss) as soon as the last stage's is
+ * added, while that stage's wgmma still run: what it does with it (rstd,
+ * publish_rstd) is then off the tensor cores' idle time between tiles
+ * (0-3.6 % faster, fused/NOTES.md v9). */
+template <class C, class SumsDone>
 __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
-                                         float (&acc)[C::FRAGS][C::ACC], int cw, int tid, int k_tiles,
-                                         LoopDone &&loop_done)
+                                         float (&acc)[C::ACC], int cw, int tid, int k_tiles,
+                                         SumsDone &&sums_done)
 {
-    /* Rows of the A stage this warpgroup multiplies and sums: its 64 of the
-     * tile (cooperative: two threads per row, a half each) or all 128 (ping-
-     * pong: a thread per row, both halves, summed apart and added last as the
-     * two threads do, so every variant forms the same rstd bit for bit). */
-    const int row0 = C::PINGPONG ? 0 : cw * kWgmmaM;
-    const int row = row0 + tid / C::ROW_THREADS, half = tid % C::ROW_THREADS;
-    float ss = 0.0f, ss1 = 0.0f;
+    const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
+    float ss = 0.0f;
     ring_pos<C::STAGES> prev = p;
     for (int kt = 0; kt < k_tiles; ++kt) {
         s.ring.consumer_wait(p);
-        const uint32_t a0 = smem_u32(s.a[p.stage]) + row0 * kSwizzleBytes;
+        const uint32_t a0 = smem_u32(s.a[p.stage]) + cw * kWgmmaM * kSwizzleBytes;
         const uint32_t b0 = smem_u32(s.b[p.stage][0]);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < C::BK / kWgmmaK; ++kk) {
-            /* acc[f] += A[64f.., 16kk..] @ Wg[16kk.., :] */
+            /* acc += A[:, 16kk..] @ Wg[16kk.., :] */
+            const uint64_t da = wgmma_desc_sw128(a0 + kk * kWgmmaK * kBf16, kChunkBytes, kSwizzleAtomBytes);
             const uint64_t db = wgmma_desc_sw128(b0 + kk * kWgmmaK * kSwizzleBytes, C::B_BOX_BYTES,
                                                  kSwizzleAtomBytes);
-#pragma unroll
-            for (int f = 0; f < C::FRAGS; ++f) {
-                const uint64_t da = wgmma_desc_sw128(a0 + f * kWgmmaM * kSwizzleBytes + kk * kWgmmaK * kBf16,
-                                                     kChunkBytes, kSwizzleAtomBytes);
-                wgmma_bmn<C::BN>(acc[f], da, db, (kt | kk) != 0);
-            }
+            wgmma_bmn<C::BN>(acc, da, db, (kt | kk) != 0);
         }
         wgmma_commit();
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
         if (kt > 0)
             release_stage<C>(s.ring, prev);
-        /* then this stage's sum of squares, overlapping the wgmma just issued */
-        ss = row_sumsq(s.a[p.stage], row, half, ss);
-        if (C::ROW_THREADS == 1)
-            ss1 = row_sumsq(s.a[p.stage], row, 1, ss1);
+        ss = row_sumsq(s.a[p.stage], row, half, ss); /* then this stage's sum of squares,
+                                                        overlapping the wgmma just issued */
         prev = p;
         p.advance();
     }
-    /* ss_i = both halves of row i */
-    loop_done(C::ROW_THREADS == 1 ? ss + ss1 : ss + __shfl_xor_sync(0xffffffffu, ss, 1));
+    sums_done(ss);
     wgmma_wait<0>();
-#pragma unroll
-    for (int f = 0; f < C::FRAGS; ++f)
-        wgmma_fence_regs(acc[f]);
+    wgmma_fence_regs(acc);
     release_stage<C>(s.ring, prev);
 }
 
-/* rstd = 1/sqrt(ss/K + eps) of this thread's row (ss: the row's whole sum of
- * squares) into s.rstd (read by the epilogue after its first barrier) and,
- * for N-tile 0, to rstd_out. */
+/* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
+ * epilogue after its first barrier) and, for N-tile 0, to rstd_out. */
 template <class C>
 __device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int cw, int tid, int64_t m0,
                                              int64_t M, int64_t K, float eps, bool write_rstd,
                                              float *rstd_out)
 {
-    const int local = tid / C::ROW_THREADS;                       /* of this warpgroup's rows */
-    const int row = (C::PINGPONG ? 0 : cw * kWgmmaM) + local;     /* of the tile */
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);           /* ss_i = both halves of row i */
+    const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
     const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
-    if (tid % C::ROW_THREADS == 0) {
+    if (tid % kRowThreads == 0) {
         /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
          * is outside the lazy form's range: its Y is NaN, never acc * 0
          * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
-        s.rstd[cw * C::WG_ROWS + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
+        s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
         if (write_rstd && m0 + row < M)
             rstd_out[m0 + row] = rstd;
     }
 }
 
-/* Y = bf16(acc * rstd) -> smem -> TMA store, one 64x64 box at a time: box
- * i is columns 64 (i % B_BOXES).. of fragment i / B_BOXES (rows 64f.. of
- * this warpgroup's). */
+/* Y = bf16(acc * rstd) -> smem -> TMA store, one 64x64 box (one bulk group)
+ * at a time. */
 template <class C>
-__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::FRAGS][C::ACC], int cw,
-                                         int tid, int64_t m0, int64_t n0, int64_t M, int64_t N,
-                                         const CUtensorMap *tm_y)
+__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], int cw, int tid,
+                                         int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y)
 {
     const uint32_t bar = cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1;
-    /* Box i goes to slot i % Y_SLOTS of its fragment.  With a slot per box,
-     * the previous tile's stores (one group) must have read their slots
-     * before box 0, and the tile leaves as one group; with a ring, box i
-     * waits only for the store that last used its slot (Y_SLOTS groups ago,
-     * maybe the previous tile's), and leaves as its own group. */
+    /* Box bx goes to slot bx % Y_SLOTS.  With a slot per box, the previous
+     * tile's stores (one group) must have read their slots before box 0, and
+     * the tile leaves as one group; with a ring, box bx waits only for the
+     * store that last used its slot (Y_SLOTS groups ago, maybe the previous
+     * tile's), and leaves as its own group. */
     constexpr bool kRing = C::Y_SLOTS < C::B_BOXES;
-    constexpr int kBoxes = C::FRAGS * C::B_BOXES;
     const int w = tid / 32, l = tid % 32;
-    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of its 64) */
+    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
     const int mrow = w * 16 + ((l / 8) & 1) * 8 + l % 8; /* the row whose address lane l gives */
-    const int64_t row0 = m0 + (C::PINGPONG ? 0 : cw * kWgmmaM); /* this warpgroup's first row */
-    const float *rstd = s.rstd + cw * C::WG_ROWS;
+    const int64_t row0 = m0 + cw * kWgmmaM;
     float rs0 = 0.0f, rs1 = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kBoxes; ++i) {
-        const int f = i / C::B_BOXES, bx = i % C::B_BOXES;
-        if (i == 0 || kRing) {
+    for (int bx = 0; bx < C::B_BOXES; ++bx) {
+        if (bx == 0 || kRing) {
             if (tid == 0)
                 tma_store_wait_read<kRing ? C::Y_SLOTS - 1 : 0>();
             named_barrier_sync(bar, kWarpgroupThreads); /* slot free; s.rstd written */
         }
         if (bx == 0) {
-            rs0 = rstd[f * kWgmmaM + r0];
-            rs1 = rstd[f * kWgmmaM + r1];
+            rs0 = s.rstd[cw * kWgmmaM + r0];
+            rs1 = s.rstd[cw * kWgmmaM + r1];
         }
         /* 16 columns at a time: four 8x8 matrices (rows r0 | r1, columns
          * 16c.. | 16c+8..) in one stmatrix, lane l naming row l % 8 of matrix
          * l / 8: 4 stores per box where 32-bit st.shared took 16 */
-        const uint32_t box = smem_u32(s.y[cw][f * C::Y_SLOTS + bx % C::Y_SLOTS]);
-        const float(&a)[C::ACC] = acc[f];
+        const uint32_t box = smem_u32(s.y[cw][bx % C::Y_SLOTS]);
 #pragma unroll
         for (int c = 0; c < kSwizzleCols / 16; ++c) {
             const int j = bx * (kSwizzleCols / 8) + 2 * c, chunk = 2 * c + l / 16;
             stmatrix_x4(box + mrow * kSwizzleBytes + ((chunk ^ (mrow & 7)) * kChunkBytes),
-                        bf16x2_bits(a[4 * j] * rs0, a[4 * j + 1] * rs0),
-                        bf16x2_bits(a[4 * j + 2] * rs1, a[4 * j + 3] * rs1),
-                        bf16x2_bits(a[4 * j + 4] * rs0, a[4 * j + 5] * rs0),
-                        bf16x2_bits(a[4 * j + 6] * rs1, a[4 * j + 7] * rs1));
+                        bf16x2_bits(acc[4 * j] * rs0, acc[4 * j + 1] * rs0),
+                        bf16x2_bits(acc[4 * j + 2] * rs1, acc[4 * j + 3] * rs1),
+                        bf16x2_bits(acc[4 * j + 4] * rs0, acc[4 * j + 5] * rs0),
+                        bf16x2_bits(acc[4 * j + 6] * rs1, acc[4 * j + 7] * rs1));
         }
-        if (!kRing && i + 1 < kBoxes)
+        if (!kRing && bx + 1 < C::B_BOXES)
             continue; /* a slot per box: one store group for the whole tile */
         fence_proxy_async_smem();
         named_barrier_sync(bar, kWarpgroupThreads);
         if (tid == 0) {
-            for (int b = kRing ? i : 0; b <= i; ++b) {
-                const int64_t row = row0 + (b / C::B_BOXES) * kWgmmaM;
-                const int64_t col = n0 + (b % C::B_BOXES) * kSwizzleCols;
-                if (row < M && col < N)
-                    tma_store_2d(tm_y, s.y[cw][(b / C::B_BOXES) * C::Y_SLOTS + b % C::Y_SLOTS],
-                                 (int32_t)col, (int32_t)row);
-            }
+            for (int b = kRing ? bx : 0; b <= bx; ++b)
+                if (row0 < M && n0 + b * kSwizzleCols < N)
+                    tma_store_2d(tm_y, s.y[cw][b % C::Y_SLOTS], (int32_t)(n0 + b * kSwizzleCols),
+                                 (int32_t)row0);
             tma_store_commit(); /* ring: a group per box, even an empty one (groups are counted) */
         }
     }
@@ -396,31 +359,15 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         const int cw = wg - CONSUMER0;
         tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
         ring_pos<C::STAGES> p;
-        if (C::PINGPONG) {
-            /* Consumer cw takes the CTA's tiles cw, cw + 2, ...; the ring's
-             * stages go through in tile order, so it skips its peer's.  The
-             * mainloops take turns: a consumer waits for its peer's hand-over,
-             * given once the peer has waited for every stage of its tile, so
-             * no consumer waits on a full barrier two phases ahead of it
-             * (fused/NOTES.md v2: the parity would alias). */
-            sched.take_turns(cw, kConsumers);
-            p.advance_by(cw * k_tiles);
-        }
         tile_coord t;
-        float acc[C::FRAGS][C::ACC];
-        for (bool first = true; sched.fetch(t); first = false) {
+        float acc[C::ACC];
+        while (sched.fetch(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
-            if (C::PINGPONG && !(cw == 0 && first))
-                named_barrier_sync(BAR_TURN0 + cw, kConsumers * kWarpgroupThreads);
-            auto loop_done = [&](float ss) {
-                if (C::PINGPONG && sched.turn_after_exists(kConsumers))
-                    named_barrier_arrive(BAR_TURN0 + (cw ^ 1), kConsumers * kWarpgroupThreads);
+            auto publish = [&](float ss) {
                 publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
             };
-            mainloop<C>(s, p, acc, cw, tid, k_tiles, loop_done);
+            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
             epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
-            if (C::PINGPONG)
-                p.advance_by(k_tiles); /* the peer's tile */
         }
         if (tid == 0)
             tma_store_wait_all();
@@ -543,12 +490,10 @@ using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
 using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
-using pingpong_n128 = config<128, 5, 1, 2, true>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
-static_assert(smem_bytes<pingpong_n128>() <= kMaxSmem, "ping-pong BN=128 shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -563,7 +508,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
     case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
-    case NF_PRENORM_PINGPONG_N128: return f(config_tag<pingpong_n128>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -580,7 +524,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
     case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
-    case NF_PRENORM_PINGPONG_N128: return "pingpong_n128";
     default: return "?";
     }
 }

@@ -72,13 +72,6 @@ struct ring_pos {
             phase ^= 1u;
         }
     }
-    /* Skip n uses (another consumer's), n >= 0. */
-    __device__ __forceinline__ void advance_by(uint32_t n)
-    {
-        const uint32_t u = stage + n;
-        stage = u % STAGES;
-        phase ^= (u / STAGES) & 1u;
-    }
 };
 
 /* The full/empty barriers of an S-stage ring, living in shared memory. */

@@ -49,19 +49,6 @@ struct tile_scheduler {
     }
     /* Whether a later fetch() will return a tile. */
     __device__ __forceinline__ bool has_next() const { return next < total; }
-    /* Deal this CTA's tiles to `parts` consumers in turn: consumer `part`
-     * takes the CTA's tiles part, part + parts, ...  Call once, before fetch. */
-    __device__ __forceinline__ void take_turns(int part, int parts)
-    {
-        next += part * stride;
-        stride *= parts;
-    }
-    /* After take_turns(.., parts) and a fetch: whether the CTA has a tile
-     * after the one just fetched (the next consumer's turn). */
-    __device__ __forceinline__ bool turn_after_exists(int parts) const
-    {
-        return next - stride + stride / parts < total;
-    }
     /* The next tile of this CTA; false when none is left. */
     __device__ __forceinline__ bool fetch(tile_coord &c)
     {

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "gpu_util.h"
+#include "internal.h" /* nf_ctx_set_max_cluster */
 #include "oracles/budget.h"
 #include "oracles/compare.h"
 #include "oracles/oracle.h"
@@ -165,15 +166,24 @@ cleanup:
     return ran;
 }
 
-static void run_cases(nf_impl impl, const norm_case *cases, int count, uint64_t salt)
+/* max_cluster: 0 leaves the context's default, else nf_ctx_set_max_cluster */
+static void run_cases_clustered(nf_impl impl, const norm_case *cases, int count, uint64_t salt,
+                                int max_cluster)
 {
     nf_context *ctx = NULL;
     NF_CHECK(nf_context_create(&ctx, 0));
+    if (max_cluster)
+        NF_CHECK(nf_ctx_set_max_cluster(ctx, max_cluster));
     const uint64_t base = nf_test_seed(DEFAULT_SEED);
     for (int i = 0; i < count; ++i)
         for (int k = 0; k < SEEDS; ++k)
             run_case(ctx, impl, &cases[i], nf_seed_mix(base, salt + (uint64_t)(i * SEEDS + k)));
     nf_context_destroy(ctx);
+}
+
+static void run_cases(nf_impl impl, const norm_case *cases, int count, uint64_t salt)
+{
+    run_cases_clustered(impl, cases, count, salt, 0);
 }
 
 /* shapes that take the vectorised path (n % 8 == 0, aligned) */
@@ -222,6 +232,19 @@ static const norm_case scalar_cases[] = {
     {NF_NORM_RMS, 2, 65536, 0, 1, 1, 0, 0.0, 0.0},
 };
 
+/* the backward kernels whose dg/db columns live in shared memory (plain and
+ * pipelined, RMSNorm and LayerNorm, a last vector past n), for clusters of
+ * fewer CTAs than the H200 takes: each cluster size writes its own number of
+ * partial rows (SmemColumns::write; 1 = a partial row per CTA, no DSMEM) */
+static const norm_case smem_column_cases[] = {
+    {NF_NORM_LAYER, 300, 5000, 0, 0, 1, 1, 0.0, 0.0},
+    {NF_NORM_RMS, 700, 6144, 0, 0, 1, 0, 0.0, 0.0},
+    {NF_NORM_LAYER, 1031, 8192, 8, 0, 1, 1, 3.0, 0.01},
+    {NF_NORM_RMS, 531, 16384, 0, 0, 1, 0, 0.0, 0.0},
+    {NF_NORM_LAYER, 517, 3000, 8, 0, 0, 1, 10.0, 0.0},
+    {NF_NORM_LAYER, 300, 12000, 8, 0, 1, 1, 3.0, 0.01},
+};
+
 /* large enough that the backward's persistent grid revisits rows */
 static const norm_case large_cases[] = {
     {NF_NORM_RMS, 65536, 1024, 0, 0, 1, 0, 0.0, 0.001},
@@ -234,4 +257,19 @@ static const norm_case large_cases[] = {
 Test(ref_norm, vectorised_path_within_budget) { run_cases(NF_IMPL_REF, vec_cases, COUNT(vec_cases), 0); }
 Test(ref_norm, scalar_path_within_budget) { run_cases(NF_IMPL_REF, scalar_cases, COUNT(scalar_cases), 1000); }
 Test(ref_norm, large_rows_within_budget, .timeout = 600) { run_cases(NF_IMPL_REF, large_cases, COUNT(large_cases), 2000); }
+Test(ref_norm, backward_cluster_sizes_within_budget)
+{
+    static const int sizes[] = {4, 2, 1};
+    nf_context *ctx = NULL;
+    NF_CHECK(nf_context_create(&ctx, 0));
+    cr_expect_eq(nf_ctx_max_cluster(ctx), NF_MAX_CLUSTER, "default max_cluster");
+    cr_expect_eq(nf_ctx_set_max_cluster(ctx, 0), NF_ERR_BAD_VALUE, "max_cluster 0 accepted");
+    cr_expect_eq(nf_ctx_set_max_cluster(ctx, 3), NF_ERR_BAD_VALUE, "max_cluster 3 accepted");
+    cr_expect_eq(nf_ctx_set_max_cluster(ctx, 2 * NF_MAX_CLUSTER), NF_ERR_BAD_VALUE, "max_cluster 16 accepted");
+    cr_expect_eq(nf_ctx_set_max_cluster(NULL, 2), NF_ERR_NULL_ARGUMENT, "NULL ctx accepted");
+    nf_context_destroy(ctx);
+    for (int i = 0; i < COUNT(sizes); ++i)
+        run_cases_clustered(NF_IMPL_REF, smem_column_cases, COUNT(smem_column_cases), 4000 + 100 * (uint64_t)i,
+                            sizes[i]);
+}
 Test(cudnn_norm, aligned_shapes_within_budget) { run_cases(NF_IMPL_VENDOR, vec_cases, COUNT(vec_cases), 3000); }

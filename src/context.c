@@ -16,6 +16,7 @@ struct nf_context {
     int device;
     int arch;     /* 10*major + minor */
     int sm_count;
+    int max_cluster; /* the largest thread-block cluster a launcher may ask for */
     cudaStream_t stream;
     cublasLtHandle_t lt;
     cudnnHandle_t dnn;
@@ -49,6 +50,7 @@ nf_status nf_context_create(nf_context **ctx, int device)
     c->device = device;
     c->arch = 10 * prop.major + prop.minor;
     c->sm_count = prop.multiProcessorCount;
+    c->max_cluster = NF_MAX_CLUSTER;
     *ctx = c;
     return NF_OK;
 }
@@ -99,6 +101,19 @@ int nf_context_arch(const nf_context *ctx) { return ctx ? ctx->arch : 0; }
 nf_stream nf_ctx_stream(const nf_context *ctx) { return (nf_stream)ctx->stream; }
 int nf_ctx_arch(const nf_context *ctx) { return ctx->arch; }
 int nf_ctx_sm_count(const nf_context *ctx) { return ctx->sm_count; }
+int nf_ctx_max_cluster(const nf_context *ctx) { return ctx->max_cluster; }
+
+nf_status nf_ctx_set_max_cluster(nf_context *ctx, int max_cluster)
+{
+    static const char where[] = "nf_ctx_set_max_cluster";
+    if (!ctx)
+        return nf_fail(NF_ERR_NULL_ARGUMENT, where, "ctx is NULL");
+    if (max_cluster < 1 || max_cluster > NF_MAX_CLUSTER || (max_cluster & (max_cluster - 1)))
+        return nf_fail(NF_ERR_BAD_VALUE, where, "max_cluster is %d, must be a power of two in 1..%d",
+                       max_cluster, NF_MAX_CLUSTER);
+    ctx->max_cluster = max_cluster;
+    return NF_OK;
+}
 
 nf_status nf_ctx_cublaslt(nf_context *ctx, struct cublasLtContext **handle)
 {

@@ -61,6 +61,13 @@ nf_stream nf_ctx_stream(const nf_context *ctx);
 /* Compute capability, 10*major+minor, and the multiprocessor count. */
 int nf_ctx_arch(const nf_context *ctx);
 int nf_ctx_sm_count(const nf_context *ctx);
+/* The largest cluster (CTAs, a power of two) the norm backward's launcher
+ * tries, NF_MAX_CLUSTER unless set lower: the tests run the paths a device
+ * with fewer SMs per GPC (or a MIG slice) would take.  Smaller clusters mean
+ * more partial rows of dg/db, never a different result beyond rounding. */
+#define NF_MAX_CLUSTER 8
+int nf_ctx_max_cluster(const nf_context *ctx);
+nf_status nf_ctx_set_max_cluster(nf_context *ctx, int max_cluster);
 /* Lazily created library handles (NULL plus a recorded error on failure). */
 nf_status nf_ctx_cublaslt(nf_context *ctx, struct cublasLtContext **handle);
 nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle);

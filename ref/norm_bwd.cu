@@ -477,6 +477,20 @@ __device__ __forceinline__ void load_stats(const nf_norm_bwd_args &a, int64_t ro
     r.mu = (LN && row < a.M) ? a.mean[row] : 0.0f;
 }
 
+/* One row of a persistent loop, cached in registers: its two means (every
+ * thread of the block), then, for rows < M, dx and the row's column sums. */
+template <int TPR, int VPT, bool LN, class G, class Cols>
+__device__ __forceinline__ void row_step(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
+                                         const uint4 (&dyv)[VPT], float rstd, float mu, int t, int nv,
+                                         int64_t row, float *scratch, Cols &cols)
+{
+    RowCoef<LN> c;
+    c.init(rstd, mu);
+    row_means<TPR, VPT, LN>(a, g, xv, dyv, t, nv, scratch, c);
+    if (row < a.M)
+        row_dx<TPR, VPT, LN>(a, g, xv, dyv, t, nv, row, c, cols);
+}
+
 /* The plain persistent row loop: each row group's x and dy loaded into
  * registers, reduced, dx stored, then the next row group. */
 template <int TPR, int VPT, bool LN, class Cols>
@@ -499,11 +513,9 @@ __device__ __forceinline__ void vec_rows(const nf_norm_bwd_args &a, float *part_
         load_row<TPR, VPT>(a, row, t, nv, cur);
         /* the statistics read here rather than by load_stats into the tile:
          * through the tile, ptxas spills in the 1024-thread column-free kernel */
-        RowCoef<LN> c;
-        c.init(row < a.M ? a.rstd[row] : 0.0f, (LN && row < a.M) ? a.mean[row] : 0.0f);
-        row_means<TPR, VPT, LN>(a, g, cur.x, cur.dy, t, nv, scratch.buf[parity][group], c);
-        if (row < a.M)
-            row_dx<TPR, VPT, LN>(a, g, cur.x, cur.dy, t, nv, row, c, cols);
+        row_step<TPR, VPT, LN>(a, g, cur.x, cur.dy, row < a.M ? a.rstd[row] : 0.0f,
+                               (LN && row < a.M) ? a.mean[row] : 0.0f, t, nv, row,
+                               scratch.buf[parity][group], cols);
     }
 
     if constexpr (Cols::kOn) {
@@ -602,11 +614,8 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
         load_row<TPR, VPT>(a, next, t, nv, nxt);
         load_stats<LN>(a, next, nxt);
 
-        RowCoef<LN> c;
-        c.init(cur.rstd, cur.mu);
-        row_means<TPR, VPT, LN>(a, g, cur.x, cur.dy, t, nv, scratch.buf[parity][group], c);
-        if (row < a.M)
-            row_dx<TPR, VPT, LN>(a, g, cur.x, cur.dy, t, nv, row, c, cols);
+        row_step<TPR, VPT, LN>(a, g, cur.x, cur.dy, cur.rstd, cur.mu, t, nv, row, scratch.buf[parity][group],
+                               cols);
         cur = nxt;
     }
 

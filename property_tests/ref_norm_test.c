@@ -3,8 +3,9 @@
  * judge) against the oracles under the SPEC.md section 5 budgets, on fresh
  * seeded random inputs over awkward shapes: n = 1, 7, 127, 769, 4095, 65536,
  * M = 1, 3, 1000, ld > n, misaligned pointers (scalar path), mean-shifted
- * rows, zero rows.  Small shapes use the MPFR oracle, large ones the fast
- * oracle on a row sample.  Outputs are poisoned (0xFFFF) before each launch
+ * rows, zero rows, and the backward's clusters of 4, 2 and 1 CTAs (the H200
+ * takes 8).  Small shapes use the MPFR oracle, large ones the fast oracle on
+ * a row sample.  Outputs are poisoned (0xFFFF) before each launch
  * and must all be written.
  *
  * Repro: NF_SEED=<seed> ./ref_norm_test --filter 'ref_norm/<test>'

@@ -850,19 +850,21 @@ nf_status resident_ctas(nf_context *ctx, Kernel kernel, int cta, size_t smem, in
     return NF_OK;
 }
 
-/* A persistent grid for `groups` row groups: as many CTAs as fit at once,
- * trimmed so every CTA runs the same number of row groups (no idle tail CTAs,
- * fewer partial rows). */
+/* A persistent grid for `groups` row groups: every CTA that fits at once
+ * (fewer when there are fewer groups), the groups dealt round-robin, so the
+ * CTAs' counts differ by one at most.  The grid used to be trimmed so that
+ * every CTA ran the same number of groups, which left resident slots empty
+ * (the LayerNorm n = 4096 backward at 2^26: 512 CTAs in 528 slots, 16 SMs at
+ * three CTAs instead of four); the full grid measured 0.4-0.8 % faster on the
+ * LayerNorm backwards at 2^26 (n = 4096 0.851 -> 0.858 of copy bandwidth) and
+ * RMSNorm n = 2048, 16384, 0.2-0.6 % slower on RMSNorm n = 8192 and n = 4096
+ * at 2^28 (ref/NOTES.md item 32). */
 template <class Kernel>
-nf_status balanced_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t groups,
-                        int64_t *grid)
+nf_status resident_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t groups, int64_t *grid)
 {
     int64_t resident;
     NF_TRY(resident_ctas(ctx, kernel, cta, smem, &resident));
-    int64_t iters = (groups + resident - 1) / resident; /* row groups per CTA */
-    if (iters < 1)
-        iters = 1;
-    *grid = (groups + iters - 1) / iters;
+    *grid = groups < resident ? groups : resident;
     return NF_OK;
 }
 
@@ -885,15 +887,16 @@ cudaLaunchConfig_t cluster_launch(int64_t grid, int cta, size_t smem, cudaStream
 }
 
 /*
- * The balanced grid in clusters, for kernels whose columns live in shared
+ * The resident grid in clusters, for kernels whose columns live in shared
  * memory (SmemColumns::write): a cluster of C CTAs writes one partial row
  * instead of C, so the partial rows, written by the row kernel and read
  * again by the reducer, shrink C-fold.  Whatever the row length, the
  * resident CTAs' columns fill the SMs' shared memory, ~17 MB of partial rows
  * on the H200, against the 403 MB a LayerNorm backward moves at M n = 2^26.
  * C is the largest of 8, 4, 2 (at most nf_ctx_max_cluster) whose resident
- * clusters hold the balanced grid rounded up to a multiple of C (a CTA more
- * takes no more row groups than before); 1 where none does.  Measured 1-3 us
+ * clusters hold the resident grid rounded down to a multiple of C (it fills
+ * the slots already; where C does not divide them, a CTA or a few fewer); 1
+ * where none does.  Measured 1-3 us
  * less per backward at 2^26 (LayerNorm n = 16384 0.79 -> 0.81 of copy
  * bandwidth), the 2^28 cases unchanged: less than the partial rows' bytes
  * predicted, likely because they had stayed in L2 (ref/NOTES.md item 26).
@@ -902,10 +905,12 @@ template <class Kernel>
 nf_status cluster_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t groups,
                        int64_t *grid, int *cluster)
 {
-    NF_TRY(balanced_grid(ctx, kernel, cta, smem, groups, grid));
+    NF_TRY(resident_grid(ctx, kernel, cta, smem, groups, grid));
     *cluster = 1;
     for (int c = nf_ctx_max_cluster(ctx); c >= 2; c /= 2) {
-        const int64_t rounded = (*grid + c - 1) / c * c;
+        const int64_t rounded = *grid / c * c;
+        if (rounded < c)
+            continue;
         cudaLaunchAttribute attr;
         const cudaLaunchConfig_t cfg = cluster_launch(c, cta, smem, NULL, c, &attr);
         int clusters = 0;
@@ -938,7 +943,7 @@ nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int
 }
 
 /* Plain row kernel.  With columns: a persistent grid (register columns: as
- * many CTAs as fit at once; shared-memory columns: balanced), then the partial
+ * many CTAs as fit at once; shared-memory columns: in clusters), then the partial
  * rows' reducer.  Without: a CTA per row group, then the column-partial kernel. */
 template <template <int, int, bool> class ColsOf, int TPR, int VPT, bool LN>
 nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
@@ -954,10 +959,7 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     if constexpr (Cols::kSmem) {
         NF_TRY(cluster_grid(ctx, kernel, CTA, smem, groups, &grid, &cluster));
     } else if (Cols::kOn) {
-        /* persistent: as many CTAs as fit at once, so partial rows stay few */
-        int64_t resident;
-        NF_TRY(resident_ctas(ctx, kernel, CTA, 0, &resident));
-        grid = groups < resident ? groups : resident;
+        NF_TRY(resident_grid(ctx, kernel, CTA, smem, groups, &grid)); /* partial rows stay few */
     } else if (grid > INT32_MAX) {
         grid = INT32_MAX;
     }
@@ -968,7 +970,7 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return columns(ctx, a, slot);
 }
 
-/* Pipelined path: the next row's loads in registers, balanced persistent grid. */
+/* Pipelined path: the next row's loads in registers, resident persistent grid. */
 template <template <int, int, bool> class ColsOf, int TPR, int VPT, bool LN>
 nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
@@ -984,7 +986,7 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     if constexpr (Cols::kSmem)
         NF_TRY(cluster_grid(ctx, kernel, CTA, smem, groups, &grid, &cluster));
     else
-        NF_TRY(balanced_grid(ctx, kernel, CTA, smem, groups, &grid));
+        NF_TRY(resident_grid(ctx, kernel, CTA, smem, groups, &grid));
     return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
 }
 

@@ -4,7 +4,8 @@
 # the reverse order, as ab_bench.sh runs them), two cases: the norm case is
 # faster under b in both rounds (the ranges apart), the GEMM case faster
 # under a in one round and slower in the other (the ranges overlap), and a
-# case that failed in one run.  Checks the plain table and --rounds.
+# case that failed in one run.  Checks the plain table, --rounds and its
+# summary lines.
 set -eu
 if [ $# -ne 1 ] || ! [ -r "$1" ]; then echo "check_bench_compare: usage: check_bench_compare.sh SCRIPT" >&2; exit 2; fi
 script="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
@@ -40,7 +41,14 @@ expect "$rounds" 'ab_X_a +ab_X_b +best \(rounds: ab_X_a 2, ab_X_b 2\)' "--rounds
 expect "$rounds" '^rmsnorm_fwd .* 105\.0 100\.0-110\.0 +85\.0 80\.0-90\.0 +ab_X_b 2/2$' "a clear win"
 expect "$rounds" '^gemm .* 20\.5 20\.0-21\.0 +20\.0 18\.0-22\.0 +\(ab_X_b\) 1/2$' "a win within the spread"
 expect "$rounds" '^layernorm_bwd .* 5\.0 5\.0-5\.0 +failed +ab_X_a 2/2$' "a failed round"
+# summaries: b's mean time over a's, and the cases each won outright (the failed
+# case is a's: b has no range to overlap)
+expect "$rounds" '^summary rmsnorm_fwd ref: ab_X_b / ab_X_a time 0\.810-0\.810, median 0\.810 over 1 case\(s\); clear wins: ab_X_a 0, ab_X_b 1$' "summary, a clear win"
+expect "$rounds" '^summary gemm cublas: ab_X_b / ab_X_a time 0\.976-0\.976, median 0\.976 over 1 case\(s\); clear wins: ab_X_a 0, ab_X_b 0$' "summary, within the spread"
+expect "$rounds" '^summary layernorm_bwd ref: ab_X_b / ab_X_a: no case where both ran; clear wins: ab_X_a 1, ab_X_b 0$' "summary, a failed variant"
 frac="$("$py" "$script" --rounds ab_X_a_r1.json ab_X_b_r1.json ab_X_b_r2.json ab_X_a_r2.json)"
 expect "$frac" '^rmsnorm_fwd .* ab_X_b 2/2$' "--rounds on fractions: higher is better"
+# on fractions the ratio is a's mean fraction over b's: (1/100 + 1/110) / (1/80 + 1/90) = 0.809
+expect "$frac" '^summary rmsnorm_fwd ref: ab_X_b / ab_X_a time 0\.809-0\.809' "summary on fractions: the time's ratio"
 [ "$status" = 0 ] && echo "PASS: bench_compare.py tables as expected"
 exit "$status"

@@ -17,8 +17,9 @@
 # the order given in odd rounds and reversed in even ones (a process that
 # runs first in a pair can read a few % apart from the second, whatever its
 # kernel: ref/NOTES.md item 27), each run named ab_VAR_V_rN; compare.txt then
-# has bench_compare.py --rounds (mean, range and rounds won per value) after
-# the table of every run.
+# has bench_compare.py --rounds (mean, range and rounds won per value, and a
+# summary line per op: each value's time over the first's) after the table of
+# every run.
 #
 # Builds first when build/ has no normfuse (scripts/gpu_suite.sh build).
 # Exit: 0, 1 when a check or a bench run failed, 2 on usage, 77 without a GPU.

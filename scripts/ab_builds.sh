@@ -10,7 +10,8 @@
 # ...: the first process of a pair can read a few % apart from the second,
 # ref/NOTES.md item 27), each run named ab_<version>_r<N>; compare.txt is
 # scripts/bench_compare.py --time over every run, then --rounds over them
-# (mean, range and rounds won per version).  Use it where a switch inside one
+# (mean, range and rounds won per version, and a summary line per op: the
+# time of "new" over "base").  Use it where a switch inside one
 # build (ab_bench.sh) would change the code being compared.  NF_COMMIT names
 # "new"; NF_BASE names "base" (default: "NF_COMMIT with BASEDIR's files").
 # NF_AB_CHECKS: `normfuse check` cases, separated by ';', run by both builds

@@ -15,7 +15,11 @@ another's, with the rounds it won outright (its N-th run ahead of every
 other variant's N-th: "4/4"); a case that failed in any round of a variant
 prints "failed" for it.  Separate processes of one case read a few % apart
 on the H200 (ref/NOTES.md item 27): a difference is one when the ranges
-do not overlap.
+do not overlap.  After the table, one summary line per (op, impl): each
+variant's time over the first variant's (from the means; for fractions of
+copy bandwidth, the inverse ratio, which is the time's for the same bytes),
+lowest-highest and median over the cases where both ran, and how many cases
+each variant won outright (its range apart from every other's).
 """
 import argparse
 import json
@@ -65,6 +69,7 @@ def main():
         width = max(19, *(len(g) for g in groups))
         print("%-14s %-7s %-26s " % ("op", "impl", "shape") + " ".join("%*s" % (width, g) for g in groups)
               + "  best (rounds: %s)" % ", ".join("%s %d" % (g, len(ix)) for g, ix in groups.items()))
+        per_op = {}  # (op, impl) -> {"ratios": {variant: [..]}, "wins": {variant: n}}
         for k in rows:
             cols, means, spans = [], {}, {}
             for g, ix in groups.items():
@@ -89,11 +94,28 @@ def main():
                                  value(*runs[ix[j]][:1], runs[ix[j]][1][k]))
                           for g, ix in groups.items() if g != best and g in means)
                       for j in range(nr))
+            op = per_op.setdefault((k[0], k[1]), {"ratios": {g: [] for g in groups}, "wins": dict.fromkeys(groups, 0)})
+            first = next(iter(groups))
+            if first in means:
+                for g in means:
+                    op["ratios"][g].append(means[g] / means[first] if args.time else means[first] / means[g])
             if any(g != best and spans[g][0] <= hi and lo <= spans[g][1] for g in spans):
                 best = "(%s)" % best  # its range overlaps another's: within the spread
+            else:
+                op["wins"][best] += 1
             best += " %d/%d" % (won, nr)
             print("%-14s %-7s %-26s " % (k[0], k[1], " ".join("%s=%s" % kv for kv in k[2]))
                   + " ".join(cols) + "  " + best)
+        first = next(iter(groups))
+        for (op, impl), d in per_op.items():
+            wins = ", ".join("%s %d" % (g, n) for g, n in d["wins"].items())
+            for g in list(groups)[1:]:
+                r = d["ratios"][g]
+                if not r:
+                    print("summary %s %s: %s / %s: no case where both ran; clear wins: %s" % (op, impl, g, first, wins))
+                    continue
+                print("summary %s %s: %s / %s time %.3f-%.3f, median %.3f over %d case(s); clear wins: %s"
+                      % (op, impl, g, first, min(r), max(r), statistics.median(r), len(r), wins))
         return
     width = max(10, *(len(n) for n in names))
     print("%-14s %-7s %-26s " % ("op", "impl", "shape") + " ".join("%*s" % (width, n) for n in names))

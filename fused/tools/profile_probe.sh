@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# profile_probe.sh — Nsight Compute over the pre-norm GEMM probe, one shape, on a Hopper host.
+#   NF_PROBE_VARIANTS=5,6 fused/tools/profile_probe.sh MxKxN        (from the repository root)
+# Builds the probe as run_probe.sh does, with -lineinfo, and profiles one timed launch of each
+# variant in NF_PROBE_VARIANTS (required; with --shape the probe makes two checked launches per
+# variant first, which are skipped): sections SpeedOfLight, ComputeWorkloadAnalysis,
+# MemoryWorkloadAnalysis, SchedulerStats, WarpStateStats, LaunchStats and SourceCounters, into
+# one report printed as ncu_details.txt (--page details) and src.csv.gz (--page source
+# --print-source sass --csv), then scripts/ncu_source_summary.py over the latter.
+# Files go to $OUT when it is set (the device tool's output folder), else /tmp/profile_probe.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/gpu_env.sh
+. scripts/gpu_env.sh # report_header, PATH
+if [ $# -ne 1 ] || ! [[ "$1" =~ ^[0-9]+x[0-9]+x[0-9]+$ ]] || [ -z "${NF_PROBE_VARIANTS:-}" ]; then
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
+shape="$1"
+IFS=',' read -r -a variants <<< "$NF_PROBE_VARIANTS"
+n=${#variants[@]}
+out="${OUT:-/tmp/profile_probe}"
+mkdir -p "$out"
+ncu_bin="$(command -v ncu || true)"
+if [ -z "$ncu_bin" ]; then
+  for c in /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu; do
+    if [ -x "$c" ]; then ncu_bin="$c"; break; fi
+  done
+fi
+[ -n "$ncu_bin" ] || { echo "profile_probe: no ncu on this host" >&2; exit 1; }
+bin="$(mktemp -d)/prenorm_probe"
+nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Xptxas -v \
+     -Iinclude -Isrc -Ifused \
+     fused/tools/prenorm_probe.cu src/status.c src/context.c fused/prenorm_gemm_fwd.cu \
+     -lcublasLt -lcudnn -o "$bin" 2> "$out/ptxas.txt"
+rep="$(dirname "$bin")/prof"
+cmd="ncu -k regex:prenorm_gemm_fwd_kernel -s $((2 * n)) -c $n --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section LaunchStats --section SourceCounters prenorm_probe --shape $shape"
+report_header "$out/ncu_run.txt" "NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS $cmd"
+"$ncu_bin" -k regex:prenorm_gemm_fwd_kernel -s $((2 * n)) -c "$n" --section SpeedOfLight \
+  --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SchedulerStats \
+  --section WarpStateStats --section LaunchStats --section SourceCounters -o "$rep" \
+  "$bin" --shape "$shape" >> "$out/ncu_run.txt" 2>&1
+report_header "$out/ncu_details.txt" "NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS $cmd, then ncu -i --page details"
+"$ncu_bin" -i "$rep.ncu-rep" --page details >> "$out/ncu_details.txt" 2>&1
+# the CSV stays as ncu writes it (no header lines), for the tools that read it
+"$ncu_bin" -i "$rep.ncu-rep" --page source --print-source sass --csv > "$out/src.csv" 2>&1
+gzip -f "$out/src.csv"
+rm -rf "$(dirname "$bin")"
+python3 scripts/ncu_source_summary.py "$out/src.csv.gz"

@@ -896,10 +896,10 @@ cudaLaunchConfig_t cluster_launch(int64_t grid, int cta, size_t smem, cudaStream
  * C is the largest of 8, 4, 2 (at most nf_ctx_max_cluster) whose resident
  * clusters hold the resident grid rounded down to a multiple of C (it fills
  * the slots already; where C does not divide them, a CTA or a few fewer); 1
- * where none does.  Measured 1-3 us
- * less per backward at 2^26 (LayerNorm n = 16384 0.79 -> 0.81 of copy
- * bandwidth), the 2^28 cases unchanged: less than the partial rows' bytes
- * predicted, likely because they had stayed in L2 (ref/NOTES.md item 26).
+ * where none does.  Measured 1-3 us less per backward at 2^26 (LayerNorm
+ * n = 16384 0.79 -> 0.81 of copy bandwidth), the 2^28 cases unchanged: less
+ * than the partial rows' bytes predicted, likely because they had stayed in
+ * L2 (ref/NOTES.md item 26).
  */
 template <class Kernel>
 nf_status cluster_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t groups,

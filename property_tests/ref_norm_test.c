@@ -196,23 +196,6 @@ static const norm_case vec_cases[] = {
     {NF_NORM_RMS, 257, 2048, 64, 0, 0, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 129, 4096, 0, 0, 1, 1, 1000.0, 0.0},
     {NF_NORM_RMS, 65, 8192, 8, 0, 1, 0, 0.0, 0.0},
-    /* dg/db in shared memory (SmemColumns), rows revisited by the persistent
-     * grid, a thread's last vector past n (5000, 6144) */
-    {NF_NORM_LAYER, 300, 5000, 0, 0, 1, 1, 0.0, 0.0},
-    {NF_NORM_RMS, 700, 6144, 0, 0, 1, 0, 0.0, 0.0},
-    {NF_NORM_LAYER, 1031, 8192, 8, 0, 1, 1, 3.0, 0.01},
-    {NF_NORM_RMS, 531, 16384, 0, 0, 1, 0, 0.0, 0.0},
-    /* column planes of exactly 48 KB: with the kernel's static shared memory
-     * beyond the default limit, so they need the opt-in */
-    {NF_NORM_LAYER, 211, 6144, 0, 0, 1, 1, 0.0, 0.0},
-    {NF_NORM_RMS, 2000, 12288, 0, 0, 1, 0, 0.0, 0.0},
-    {NF_NORM_LAYER, 33, 16384, 0, 0, 1, 1, 10.0, 0.0},
-    /* the backward's pipelined LayerNorm kernels with shared-memory columns
-     * (128 x 4 up to n = 4096, 512 x 4 up to 16384), g in shared memory or,
-     * without g, ones there; a thread's last vectors past n */
-    {NF_NORM_LAYER, 517, 3000, 8, 0, 0, 1, 10.0, 0.0},
-    {NF_NORM_LAYER, 257, 12000, 0, 0, 0, 1, 0.0, 0.0},
-    {NF_NORM_LAYER, 300, 12000, 8, 0, 1, 1, 3.0, 0.01},
     /* g held in registers (128-thread CTAs), a thread's last vector past n */
     {NF_NORM_RMS, 1000, 1000, 0, 0, 1, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 999, 400, 0, 0, 0, 1, 0.0, 0.0},
@@ -233,16 +216,28 @@ static const norm_case scalar_cases[] = {
     {NF_NORM_RMS, 2, 65536, 0, 1, 1, 0, 0.0, 0.0},
 };
 
-/* the backward kernels whose dg/db columns live in shared memory (plain and
- * pipelined, RMSNorm and LayerNorm, a last vector past n), for clusters of
- * fewer CTAs than the H200 takes: each cluster size writes its own number of
- * partial rows (SmemColumns::write; 1 = a partial row per CTA, no DSMEM) */
+/* the vectorised shapes whose backward keeps dg/db in shared memory
+ * (SmemColumns): run by the vectorised and cuDNN tests like vec_cases, and
+ * again for clusters of fewer CTAs than the H200 takes, since each cluster
+ * size writes its own number of partial rows (SmemColumns::write; 1 = a
+ * partial row per CTA, no DSMEM) */
 static const norm_case smem_column_cases[] = {
+    /* rows revisited by the persistent grid, a thread's last vector past n
+     * (5000, 6144) */
     {NF_NORM_LAYER, 300, 5000, 0, 0, 1, 1, 0.0, 0.0},
     {NF_NORM_RMS, 700, 6144, 0, 0, 1, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 1031, 8192, 8, 0, 1, 1, 3.0, 0.01},
     {NF_NORM_RMS, 531, 16384, 0, 0, 1, 0, 0.0, 0.0},
+    /* column planes of exactly 48 KB: with the kernel's static shared memory
+     * beyond the default limit, so they need the opt-in */
+    {NF_NORM_LAYER, 211, 6144, 0, 0, 1, 1, 0.0, 0.0},
+    {NF_NORM_RMS, 2000, 12288, 0, 0, 1, 0, 0.0, 0.0},
+    {NF_NORM_LAYER, 33, 16384, 0, 0, 1, 1, 10.0, 0.0},
+    /* the pipelined LayerNorm kernels (128 x 4 up to n = 4096, 512 x 4 up to
+     * 16384), g in shared memory or, without g, ones there; a thread's last
+     * vectors past n */
     {NF_NORM_LAYER, 517, 3000, 8, 0, 0, 1, 10.0, 0.0},
+    {NF_NORM_LAYER, 257, 12000, 0, 0, 0, 1, 0.0, 0.0},
     {NF_NORM_LAYER, 300, 12000, 8, 0, 1, 1, 3.0, 0.01},
 };
 
@@ -255,7 +250,11 @@ static const norm_case large_cases[] = {
 
 #define COUNT(a) ((int)(sizeof a / sizeof a[0]))
 
-Test(ref_norm, vectorised_path_within_budget) { run_cases(NF_IMPL_REF, vec_cases, COUNT(vec_cases), 0); }
+Test(ref_norm, vectorised_path_within_budget)
+{
+    run_cases(NF_IMPL_REF, vec_cases, COUNT(vec_cases), 0);
+    run_cases(NF_IMPL_REF, smem_column_cases, COUNT(smem_column_cases), 500);
+}
 Test(ref_norm, scalar_path_within_budget) { run_cases(NF_IMPL_REF, scalar_cases, COUNT(scalar_cases), 1000); }
 Test(ref_norm, large_rows_within_budget, .timeout = 600) { run_cases(NF_IMPL_REF, large_cases, COUNT(large_cases), 2000); }
 Test(ref_norm, backward_cluster_sizes_within_budget)
@@ -273,4 +272,8 @@ Test(ref_norm, backward_cluster_sizes_within_budget)
         run_cases_clustered(NF_IMPL_REF, smem_column_cases, COUNT(smem_column_cases), 4000 + 100 * (uint64_t)i,
                             sizes[i]);
 }
-Test(cudnn_norm, aligned_shapes_within_budget) { run_cases(NF_IMPL_VENDOR, vec_cases, COUNT(vec_cases), 3000); }
+Test(cudnn_norm, aligned_shapes_within_budget)
+{
+    run_cases(NF_IMPL_VENDOR, vec_cases, COUNT(vec_cases), 3000);
+    run_cases(NF_IMPL_VENDOR, smem_column_cases, COUNT(smem_column_cases), 3500);
+}

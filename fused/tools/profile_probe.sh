@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # profile_probe.sh — Nsight Compute over the pre-norm GEMM probe, one shape, on a Hopper host.
 #   NF_PROBE_VARIANTS=5,6 fused/tools/profile_probe.sh MxKxN        (from the repository root)
-# Builds the probe as run_probe.sh does, with -lineinfo, and profiles one timed launch of each
+# Builds the probe with build_probe.sh, with -lineinfo, and profiles one timed launch of each
 # variant in NF_PROBE_VARIANTS (required; with --shape the probe makes two checked launches per
 # variant first, which are skipped): sections SpeedOfLight, ComputeWorkloadAnalysis,
 # MemoryWorkloadAnalysis, SchedulerStats, WarpStateStats, LaunchStats and SourceCounters, into
@@ -29,10 +29,7 @@ if [ -z "$ncu_bin" ]; then
 fi
 [ -n "$ncu_bin" ] || { echo "profile_probe: no ncu on this host" >&2; exit 1; }
 bin="$(mktemp -d)/prenorm_probe"
-nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -Xptxas -v \
-     -Iinclude -Isrc -Ifused \
-     fused/tools/prenorm_probe.cu src/status.c src/context.c fused/prenorm_gemm_fwd.cu \
-     -lcublasLt -lcudnn -o "$bin" 2> "$out/ptxas.txt"
+fused/tools/build_probe.sh "$bin" "$out/ptxas.txt" -lineinfo
 rep="$(dirname "$bin")/prof"
 cmd="ncu -k regex:prenorm_gemm_fwd_kernel -s $((2 * n)) -c $n --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section LaunchStats --section SourceCounters prenorm_probe --shape $shape"
 report_header "$out/ncu_run.txt" "NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS $cmd"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_probe.sh — build and run the pre-norm GEMM probe on a Hopper machine.
 #   [SANITIZE=1] fused/tools/run_probe.sh [--quick | --tails | --shape MxKxN]   (from the repository root)
-# Builds with nvcc directly (the library's src/status.c and src/context.c, no CMake), prints the
+# Builds with build_probe.sh (nvcc directly, no CMake), prints the
 # resource report and the HGMMA count of the SASS, then runs the probe.
 # Logs go to $OUT when it is set (the device tool's output folder), else /tmp.
 set -euo pipefail
@@ -10,10 +10,7 @@ cd "$(dirname "$0")/../.."
 . scripts/gpu_env.sh # report_header, clock_log_start / clock_log_stop
 out="${OUT:-/tmp}"
 bin="$out/prenorm_probe"
-nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Xptxas -v \
-     -Iinclude -Isrc -Ifused \
-     fused/tools/prenorm_probe.cu src/status.c src/context.c fused/prenorm_gemm_fwd.cu \
-     -lcublasLt -lcudnn -o "$bin" 2> "$out/ptxas.txt"
+fused/tools/build_probe.sh "$bin" "$out/ptxas.txt"
 grep -A2 "prenorm_gemm_fwd_kernel" "$out/ptxas.txt" | grep -E "registers|stack|spill" || true
 if command -v cuobjdump > /dev/null; then
   cuobjdump --dump-sass "$bin" > "$out/sass.txt"

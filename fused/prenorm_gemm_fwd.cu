@@ -104,15 +104,13 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, int Y_STORE_ = 0>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
-     * ring of fewer (the shared memory goes to a deeper stage ring instead),
-     * or none: Y goes from the registers to global memory, Y_STORE bytes per
-     * lane and store (epilogue_direct) */
-    static constexpr int Y_SLOTS = Y_SLOTS_, Y_STORE = Y_STORE_;
+     * ring of fewer (the shared memory goes to a deeper stage ring instead) */
+    static constexpr int Y_SLOTS = Y_SLOTS_;
     /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
     static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = ROLE_COUNT * kWarpgroupThreads;
@@ -125,25 +123,14 @@ struct config {
     static constexpr int Y_BOX_BYTES = Y_BOX_ROWS * kSwizzleCols * kBf16; /* 8 KB */
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
-    static_assert(Y_SLOTS == 0 || (Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES), "a Y ring needs two slots to overlap");
-    static_assert(Y_SLOTS > 0 || ((Y_STORE == 4 || Y_STORE == 16) && CLUSTER == 1),
-                  "direct stores: 4 or 16 bytes per lane, one-CTA tiles");
+    static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
 };
-
-/* The Y staging buffer: Y_SLOTS 64x64 boxes per consumer warpgroup, or
- * nothing when Y is stored from the registers. */
-template <int SLOTS, int BOX_BYTES>
-struct y_staging {
-    alignas(kSmemAlign) uint8_t y[kConsumers][SLOTS][BOX_BYTES];
-};
-template <int BOX_BYTES>
-struct y_staging<0, BOX_BYTES> {};
 
 template <class C>
 struct shared_storage {
     alignas(kSmemAlign) uint8_t a[C::STAGES][C::A_BYTES];
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
-    y_staging<C::Y_SLOTS, C::Y_BOX_BYTES> ys;
+    alignas(kSmemAlign) uint8_t y[kConsumers][C::Y_SLOTS][C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
     float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
 };
@@ -312,7 +299,7 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
         /* 16 columns at a time: four 8x8 matrices (rows r0 | r1, columns
          * 16c.. | 16c+8..) in one stmatrix, lane l naming row l % 8 of matrix
          * l / 8: 4 stores per box where 32-bit st.shared took 16 */
-        const uint32_t box = smem_u32(s.ys.y[cw][bx % C::Y_SLOTS]);
+        const uint32_t box = smem_u32(s.y[cw][bx % C::Y_SLOTS]);
 #pragma unroll
         for (int c = 0; c < kSwizzleCols / 16; ++c) {
             const int j = bx * (kSwizzleCols / 8) + 2 * c, chunk = 2 * c + l / 16;
@@ -329,103 +316,9 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
         if (tid == 0) {
             for (int b = kRing ? bx : 0; b <= bx; ++b)
                 if (row0 < M && n0 + b * kSwizzleCols < N)
-                    tma_store_2d(tm_y, s.ys.y[cw][b % C::Y_SLOTS], (int32_t)(n0 + b * kSwizzleCols),
+                    tma_store_2d(tm_y, s.y[cw][b % C::Y_SLOTS], (int32_t)(n0 + b * kSwizzleCols),
                                  (int32_t)row0);
             tma_store_commit(); /* ring: a group per box, even an empty one (groups are counted) */
-        }
-    }
-}
-
-/* Direct stores: this thread's row scale, kept in a register.  Both threads
- * of a row form it (the same ss after the shuffle, the same rounding), and
- * the epilogue takes a fragment row's scale by shuffle from the lanes that
- * summed it, so neither s.rstd nor a barrier is needed. */
-__device__ __forceinline__ float row_scale(float ss, int cw, int tid, int64_t m0, int64_t M, int64_t K,
-                                           float eps, bool write_rstd, float *rstd_out)
-{
-    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-    const int row = cw * kWgmmaM + tid / kRowThreads;
-    const float rstd = 1.0f / sqrtf(ss / (float)K + eps);
-    if (tid % kRowThreads == 0 && write_rstd && m0 + row < M)
-        rstd_out[m0 + row] = rstd;
-    return isinf(ss) ? __int_as_float(0x7fc00000) : rstd; /* NaN past the lazy form's range */
-}
-
-/* Lane q of a quad holds v[k] = 32-bit word q of 16-byte chunk k of a row;
- * afterwards it holds chunk q whole (a 4 x 4 transpose across the quad, two
- * butterfly steps of two shuffles each). */
-__device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int q)
-{
-#pragma unroll
-    for (int m = 1; m <= 2; m <<= 1) {
-        const bool hi = q & m;
-        /* the pairs (i, i + m) with bit m of i clear: (0, m) and (3 - m, 3); a
-         * lane keeps the word whose bit m matches its own and trades the other */
-        constexpr int i0 = 0;
-        const int i1 = 3 - m;
-        uint32_t s0 = hi ? v[i0] : v[i0 + m], s1 = hi ? v[i1] : v[i1 + m];
-        s0 = __shfl_xor_sync(0xffffffffu, s0, m);
-        s1 = __shfl_xor_sync(0xffffffffu, s1, m);
-        if (hi) {
-            v[i0] = s0;
-            v[i1] = s1;
-        } else {
-            v[i0 + m] = s0;
-            v[i1 + m] = s1;
-        }
-    }
-}
-
-/* Y = bf16(acc * rstd) straight from the accumulators to global memory, no
- * shared memory and no barrier.  The wgmma fragment gives a quad of lanes 8
- * consecutive columns (16 bytes) of rows r0 and r1 per 8-column block j:
- * Y_STORE = 4 stores each lane's 4 bytes as they lie; Y_STORE = 16
- * transposes four blocks across the quad first, so that each lane stores one
- * whole 16-byte chunk.  Rows past M and chunks past N are skipped (N is a
- * multiple of 8, so a chunk is all in or all out). */
-template <class C>
-__device__ __forceinline__ void epilogue_direct(const float (&acc)[C::ACC], float scale, int tid, int64_t row0,
-                                                int64_t n0, int64_t M, int64_t N, nf_bf16 *Y, int64_t ldy)
-{
-    const int w = tid / 32, l = tid % 32, q = l % 4;
-    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
-    /* row r's scale is held by lanes 2(r % 16) and 2(r % 16) + 1 of warp r / 16 */
-    const float rs0 = __shfl_sync(0xffffffffu, scale, 2 * (l / 4));
-    const float rs1 = __shfl_sync(0xffffffffu, scale, 16 + 2 * (l / 4));
-    const bool in0 = row0 + r0 < M, in1 = row0 + r1 < M;
-    nf_bf16 *y0 = Y + (row0 + r0) * ldy + n0, *y1 = Y + (row0 + r1) * ldy + n0;
-    if (C::Y_STORE == 4) {
-#pragma unroll
-        for (int j = 0; j < C::BN / 8; ++j) {
-            const int col = 8 * j + 2 * q;
-            const uint32_t p0 = bf16x2_bits(acc[4 * j] * rs0, acc[4 * j + 1] * rs0);
-            const uint32_t p1 = bf16x2_bits(acc[4 * j + 2] * rs1, acc[4 * j + 3] * rs1);
-            if (n0 + col < N) {
-                if (in0)
-                    *reinterpret_cast<uint32_t *>(y0 + col) = p0;
-                if (in1)
-                    *reinterpret_cast<uint32_t *>(y1 + col) = p1;
-            }
-        }
-    } else {
-#pragma unroll
-        for (int i = 0; i < C::BN / 32; ++i) { /* blocks 4i .. 4i+3 */
-            uint32_t v0[4], v1[4];
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                const int j = 4 * i + k;
-                v0[k] = bf16x2_bits(acc[4 * j] * rs0, acc[4 * j + 1] * rs0);
-                v1[k] = bf16x2_bits(acc[4 * j + 2] * rs1, acc[4 * j + 3] * rs1);
-            }
-            quad_transpose(v0, q);
-            quad_transpose(v1, q);
-            const int col = 8 * (4 * i + q); /* this lane's chunk */
-            if (n0 + col < N) {
-                if (in0)
-                    *reinterpret_cast<uint4 *>(y0 + col) = make_uint4(v0[0], v0[1], v0[2], v0[3]);
-                if (in1)
-                    *reinterpret_cast<uint4 *>(y1 + col) = make_uint4(v1[0], v1[1], v1[2], v1[3]);
-            }
         }
     }
 }
@@ -434,7 +327,7 @@ template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
 prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                         const __grid_constant__ CUtensorMap tm_y, int64_t M, int64_t N, int64_t K,
-                        float eps, float *rstd_out, nf_bf16 *Y, int64_t ldy)
+                        float eps, float *rstd_out)
 {
     extern __shared__ uint8_t smem_raw[];
     /* Aligned by an offset added to smem_raw, not by integer arithmetic on its
@@ -470,19 +363,13 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         float acc[C::ACC];
         while (sched.fetch(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
-            const bool write_rstd = t.n_tile == 0 && rstd_out != nullptr;
-            if constexpr (C::Y_SLOTS > 0) {
-                auto publish = [&](float ss) { publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, write_rstd, rstd_out); };
-                mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
-                epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
-            } else {
-                float scale = 0.0f;
-                auto keep = [&](float ss) { scale = row_scale(ss, cw, tid, m0, M, K, eps, write_rstd, rstd_out); };
-                mainloop<C>(s, p, acc, cw, tid, k_tiles, keep);
-                epilogue_direct<C>(acc, scale, tid, m0 + cw * kWgmmaM, n0, M, N, Y, ldy);
-            }
+            auto publish = [&](float ss) {
+                publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
+            };
+            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
+            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
         }
-        if (C::Y_SLOTS > 0 && tid == 0)
+        if (tid == 0)
             tma_store_wait_all();
     }
     if (C::CLUSTER > 1)
@@ -582,7 +469,7 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
     int resident = 0;
     NF_TRY(launch_config<C>(ctx, a->M, a->N, &cfg, attr, &resident));
     NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, prenorm_gemm_fwd_kernel<C>, tm_a, tm_b, tm_y, a->M, a->N, a->K,
-                                   a->eps, a->rstd, a->Y, a->ldy));
+                                   a->eps, a->rstd));
     return NF_OK;
 }
 
@@ -603,13 +490,10 @@ using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
 using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
-using coop_n256_direct = config<256, 4, 1, 0, 16>;
-using coop_n256_direct_b32 = config<256, 4, 1, 0, 4>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
-static_assert(smem_bytes<coop_n256_direct>() <= kMaxSmem, "BN=256, 4 stages, no Y buffer");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -624,8 +508,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
     case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
-    case NF_PRENORM_COOP_N256_DIRECT: return f(config_tag<coop_n256_direct>{});
-    case NF_PRENORM_COOP_N256_DIRECT_B32: return f(config_tag<coop_n256_direct_b32>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -642,8 +524,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
     case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
-    case NF_PRENORM_COOP_N256_DIRECT: return "coop_n256_direct";
-    case NF_PRENORM_COOP_N256_DIRECT_B32: return "coop_n256_direct4";
     default: return "?";
     }
 }

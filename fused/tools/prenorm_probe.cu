@@ -443,8 +443,8 @@ int main(int argc, char **argv)
     /* one column per variant (nf_prenorm_variant_name), then auto, cuBLASLt, the roofline */
     printf("\n%-18s", "M x K x N");
     for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi)
-        printf(" %17s", nf_prenorm_variant_name((nf_prenorm_variant)vi));
-    printf(" %8s %8s %8s %17s %6s %7s %6s\n", "auto", "cublasLt", "roofline", "best", "b/gemm", "TFLOP/s",
+        printf(" %13s", nf_prenorm_variant_name((nf_prenorm_variant)vi));
+    printf(" %8s %8s %8s %13s %6s %7s %6s\n", "auto", "cublasLt", "roofline", "best", "b/gemm", "TFLOP/s",
            "%roof");
     for (const row &r : table) {
         const double flops = 2.0 * r.s.M * r.s.K * r.s.N;
@@ -458,8 +458,8 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)r.s.M, (long long)r.s.K, (long long)r.s.N);
         printf("%-18s", name);
         for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi)
-            printf(" %17.4f", r.t[vi]);
-        printf(" %8.4f %8.4f %8.4f %17s %6.3f %7.0f %6.1f\n", r.t[0], r.gemm, roof,
+            printf(" %13.4f", r.t[vi]);
+        printf(" %8.4f %8.4f %8.4f %13s %6.3f %7.0f %6.1f\n", r.t[0], r.gemm, roof,
                nf_prenorm_variant_name((nf_prenorm_variant)bi), best / r.gemm,
                flops / (best * 1e-3) * 1e-12, 100.0 * roof / best);
     }

@@ -4,7 +4,7 @@
 #
 # Sets: root, build, cmake_args (the offline prefix when .gpu-deps is used),
 # PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND,
-# ab_checks LOG LABEL CLI [VAR=VALUE], ab_compare DIR ROUNDS ... and
+# ab_checks LOG LABEL CLI [VAR=VALUE], ab_compare DIR ROUNDS ..., ncu_path and
 # clock_log_start FILE / clock_log_stop.
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
@@ -32,6 +32,15 @@ fi
 report_header() { # file command
   printf '# %s\n# date: %s\n# gpu: %s\n# commit: %s\n# command: %s\n\n' "$(basename "$1")" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$report_gpu" "$report_commit" "$2" > "$1"
+}
+
+# ncu_path: Nsight Compute's command (PATH, then the toolkit's and the
+# standalone installs' usual places), or nothing.
+ncu_path() {
+  local c
+  for c in "$(command -v ncu || true)" /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu; do
+    if [ -n "$c" ] && [ -x "$c" ]; then echo "$c"; return 0; fi
+  done
 }
 
 # ab_checks LOG LABEL CLI [VAR=VALUE]: the `normfuse check` cases of

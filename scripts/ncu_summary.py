@@ -38,6 +38,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
     ap.add_argument("--extra", default="", help="comma list of further metrics to print (medians)")
+    ap.add_argument("--gap", type=int, default=1,
+                    help="other launches allowed between two of one run (default 1: a row kernel "
+                         "and its reducer; kernels timed in turn by the pre-norm probe need more)")
     args = ap.parse_args()
     extra = [m for m in args.extra.split(",") if m]
     with open(args.csv, newline="") as f:
@@ -49,13 +52,14 @@ def main():
     groups = []  # [(key, metrics)] in launch order
     last = {}  # key -> (index in groups of its current run, launch number of its last launch)
     for n, r in enumerate(x for x in rows if number(x, "gpu__time_duration.sum") is not None):
-        name = re.sub(r"\(.*", "", r["Kernel Name"]).strip()
+        # the name without its parameter list, "void" and anonymous namespaces
+        name = re.sub(r"\(.*|^void |<unnamed>::", "", r["Kernel Name"]).strip()
         key = (name, r.get("Grid Size", "?"))
-        # a launch continues its kernel's run when at most one other launch came
-        # in between (a backward's row kernel and reducer alternate); anything
-        # longer is another case
+        # a launch continues its kernel's run when at most --gap other launches
+        # came in between (a backward's row kernel and reducer alternate);
+        # anything longer is another case
         i, seen = last.get(key, (None, None))
-        if i is None or n - seen > 2:
+        if i is None or n - seen > args.gap + 1:
             groups.append((key, {"us": [], "imb": [], "rd": [], "wr": [], **{m: [] for m in extra}}))
             i = len(groups) - 1
         last[key] = (i, n)

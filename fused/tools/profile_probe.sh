@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, PATH
+. scripts/gpu_env.sh # report_header, ncu_path, PATH
 if [ $# -ne 1 ] || ! [[ "$1" =~ ^[0-9]+x[0-9]+x[0-9]+$ ]] || [ -z "${NF_PROBE_VARIANTS:-}" ]; then
   sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
@@ -21,12 +21,7 @@ IFS=',' read -r -a variants <<< "$NF_PROBE_VARIANTS"
 n=${#variants[@]}
 out="${OUT:-/tmp/profile_probe}"
 mkdir -p "$out"
-ncu_bin="$(command -v ncu || true)"
-if [ -z "$ncu_bin" ]; then
-  for c in /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu; do
-    if [ -x "$c" ]; then ncu_bin="$c"; break; fi
-  done
-fi
+ncu_bin="$(ncu_path)"
 [ -n "$ncu_bin" ] || { echo "profile_probe: no ncu on this host" >&2; exit 1; }
 bin="$(mktemp -d)/prenorm_probe"
 fused/tools/build_probe.sh "$bin" "$out/ptxas.txt" -lineinfo

@@ -88,10 +88,8 @@ namespace {
 
 /* Warpgroup roles, in threadIdx.x order. */
 enum role { PRODUCER = 0, CONSUMER0 = 1, CONSUMER1 = 2, ROLE_COUNT = 3 };
-/* Named barriers (0 is __syncthreads): one per consumer warpgroup's epilogue,
- * and one for both (HOLD: neither writes Y into the held stage before both
- * are done with it). */
-enum named_barrier { BAR_EPILOGUE0 = 1, BAR_EPILOGUE1 = 2, BAR_CONSUMERS = 3 };
+/* Named barriers (0 is __syncthreads): one per consumer warpgroup's epilogue. */
+enum named_barrier { BAR_EPILOGUE0 = 1, BAR_EPILOGUE1 = 2 };
 
 constexpr int kConsumers = ROLE_COUNT - 1;
 constexpr int kWarpsPerWarpgroup = kWarpgroupThreads / 32;
@@ -106,16 +104,13 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool HOLD_ = false>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
-     * ring of fewer (the shared memory goes to a deeper stage ring instead);
-     * HOLD: the tile's last stage is kept through the epilogue and holds six
-     * of the tile's eight Y boxes, Y_SLOTS = 1 box per warpgroup the rest */
+     * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
-    static constexpr bool HOLD = HOLD_;
     /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
     static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = ROLE_COUNT * kWarpgroupThreads;
@@ -128,9 +123,7 @@ struct config {
     static constexpr int Y_BOX_BYTES = Y_BOX_ROWS * kSwizzleCols * kBf16; /* 8 KB */
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
-    static_assert(HOLD || (Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES), "a Y ring needs two slots to overlap");
-    static_assert(!HOLD || (Y_SLOTS == 1 && B_BOXES == 4 && CLUSTER == 1),
-                  "HOLD: a 48 KB stage and one box per warpgroup make the 64 KB Y tile");
+    static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
 };
 
 template <class C>
@@ -218,18 +211,10 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
  * added, while that stage's wgmma still run: what it does with it (rstd,
  * publish_rstd) is then off the tensor cores' idle time between tiles
  * (0-3.6 % faster, fused/NOTES.md v9). */
-/* HOLD: the stage the last epilogue staged Y in, released once its stores
- * have read it. */
-template <int STAGES>
-struct held_stage {
-    ring_pos<STAGES> p;
-    bool valid = false;
-};
-
 template <class C, class SumsDone>
 __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
                                          float (&acc)[C::ACC], int cw, int tid, int k_tiles,
-                                         SumsDone &&sums_done, held_stage<C::STAGES> &held)
+                                         SumsDone &&sums_done)
 {
     const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
     float ss = 0.0f;
@@ -249,15 +234,8 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
         }
         wgmma_commit();
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
-        if (kt > 0) {
+        if (kt > 0)
             release_stage<C>(s.ring, prev);
-        } else if (C::HOLD && held.valid) {
-            /* the last tile's Y stores have read the held stage (the other warps'
-             * arrivals cannot complete the phase before this one's) */
-            if (tid == 0)
-                tma_store_wait_read<0>();
-            release_stage<C>(s.ring, held.p);
-        }
         ss = row_sumsq(s.a[p.stage], row, half, ss); /* then this stage's sum of squares,
                                                         overlapping the wgmma just issued */
         prev = p;
@@ -266,12 +244,7 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
     sums_done(ss);
     wgmma_wait<0>();
     wgmma_fence_regs(acc);
-    if constexpr (C::HOLD) {
-        held.p = prev; /* Y goes through it; released in the next tile's first stage */
-        held.valid = true;
-    } else {
-        release_stage<C>(s.ring, prev);
-    }
+    release_stage<C>(s.ring, prev);
 }
 
 /* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
@@ -291,26 +264,6 @@ __device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int
         s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
         if (write_rstd && m0 + row < M)
             rstd_out[m0 + row] = rstd;
-    }
-}
-
-/* Box bx of this thread's Y = bf16(acc * rstd) into the 128B-swizzled 64x64
- * box at `box`: 16 columns at a time, four 8x8 matrices (rows r0 | r1,
- * columns 16c.. | 16c+8..) in one stmatrix, lane l naming row l % 8 of matrix
- * l / 8 (mrow: the row whose address lane l gives): 4 stores per box where
- * 32-bit st.shared took 16. */
-template <class C>
-__device__ __forceinline__ void stage_y_box(uint32_t box, const float (&acc)[C::ACC], int bx, float rs0,
-                                            float rs1, int l, int mrow)
-{
-#pragma unroll
-    for (int c = 0; c < kSwizzleCols / 16; ++c) {
-        const int j = bx * (kSwizzleCols / 8) + 2 * c, chunk = 2 * c + l / 16;
-        stmatrix_x4(box + mrow * kSwizzleBytes + ((chunk ^ (mrow & 7)) * kChunkBytes),
-                    bf16x2_bits(acc[4 * j] * rs0, acc[4 * j + 1] * rs0),
-                    bf16x2_bits(acc[4 * j + 2] * rs1, acc[4 * j + 3] * rs1),
-                    bf16x2_bits(acc[4 * j + 4] * rs0, acc[4 * j + 5] * rs0),
-                    bf16x2_bits(acc[4 * j + 6] * rs1, acc[4 * j + 7] * rs1));
     }
 }
 
@@ -343,7 +296,19 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
             rs0 = s.rstd[cw * kWgmmaM + r0];
             rs1 = s.rstd[cw * kWgmmaM + r1];
         }
-        stage_y_box<C>(smem_u32(s.y[cw][bx % C::Y_SLOTS]), acc, bx, rs0, rs1, l, mrow);
+        /* 16 columns at a time: four 8x8 matrices (rows r0 | r1, columns
+         * 16c.. | 16c+8..) in one stmatrix, lane l naming row l % 8 of matrix
+         * l / 8: 4 stores per box where 32-bit st.shared took 16 */
+        const uint32_t box = smem_u32(s.y[cw][bx % C::Y_SLOTS]);
+#pragma unroll
+        for (int c = 0; c < kSwizzleCols / 16; ++c) {
+            const int j = bx * (kSwizzleCols / 8) + 2 * c, chunk = 2 * c + l / 16;
+            stmatrix_x4(box + mrow * kSwizzleBytes + ((chunk ^ (mrow & 7)) * kChunkBytes),
+                        bf16x2_bits(acc[4 * j] * rs0, acc[4 * j + 1] * rs0),
+                        bf16x2_bits(acc[4 * j + 2] * rs1, acc[4 * j + 3] * rs1),
+                        bf16x2_bits(acc[4 * j + 4] * rs0, acc[4 * j + 5] * rs0),
+                        bf16x2_bits(acc[4 * j + 6] * rs1, acc[4 * j + 7] * rs1));
+        }
         if (!kRing && bx + 1 < C::B_BOXES)
             continue; /* a slot per box: one store group for the whole tile */
         fence_proxy_async_smem();
@@ -355,43 +320,6 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
                                  (int32_t)row0);
             tma_store_commit(); /* ring: a group per box, even an empty one (groups are counted) */
         }
-    }
-}
-
-/* HOLD: the whole Y tile staged at once, in the stage the tile's last k-tile
- * used (warpgroup 0: its A, then Wg boxes 0 and 1; warpgroup 1: Wg boxes 2
- * and 3, then the two slots of s.y), one bulk group per warpgroup and tile;
- * no wait for earlier stores (the held stage before was released only once
- * they had read it, and so were the slots). */
-template <class C>
-__device__ __forceinline__ void epilogue_held(shared_storage<C> &s, const float (&acc)[C::ACC], int cw, int tid,
-                                              int stage, int64_t m0, int64_t n0, int64_t M, int64_t N,
-                                              const CUtensorMap *tm_y)
-{
-    const int w = tid / 32, l = tid % 32;
-    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
-    const int mrow = w * 16 + ((l / 8) & 1) * 8 + l % 8; /* the row whose address lane l gives */
-    const int64_t row0 = m0 + cw * kWgmmaM;
-    uint8_t *box[C::B_BOXES];
-#pragma unroll
-    for (int bx = 0; bx < C::B_BOXES; ++bx) {
-        const int i = cw * C::B_BOXES + bx; /* 0..7 over the tile */
-        box[bx] = i < 2 ? s.a[stage] + i * C::Y_BOX_BYTES : i < 6 ? s.b[stage][i - 2] : s.y[i - 6][0];
-    }
-    /* both warpgroups' wgmma and sums of squares are done with the stage; s.rstd written */
-    named_barrier_sync(BAR_CONSUMERS, kConsumers * kWarpgroupThreads);
-    const float rs0 = s.rstd[cw * kWgmmaM + r0], rs1 = s.rstd[cw * kWgmmaM + r1];
-#pragma unroll
-    for (int bx = 0; bx < C::B_BOXES; ++bx)
-        stage_y_box<C>(smem_u32(box[bx]), acc, bx, rs0, rs1, l, mrow);
-    fence_proxy_async_smem();
-    named_barrier_sync(cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1, kWarpgroupThreads);
-    if (tid == 0) {
-#pragma unroll
-        for (int bx = 0; bx < C::B_BOXES; ++bx)
-            if (row0 < M && n0 + bx * kSwizzleCols < N)
-                tma_store_2d(tm_y, box[bx], (int32_t)(n0 + bx * kSwizzleCols), (int32_t)row0);
-        tma_store_commit();
     }
 }
 
@@ -431,7 +359,6 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         const int cw = wg - CONSUMER0;
         tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
         ring_pos<C::STAGES> p;
-        held_stage<C::STAGES> held;
         tile_coord t;
         float acc[C::ACC];
         while (sched.fetch(t)) {
@@ -439,11 +366,8 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
             auto publish = [&](float ss) {
                 publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
             };
-            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish, held);
-            if constexpr (C::HOLD)
-                epilogue_held<C>(s, acc, cw, tid, held.p.stage, m0, n0, M, N, &tm_y);
-            else
-                epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
+            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
+            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
         }
         if (tid == 0)
             tma_store_wait_all();
@@ -566,12 +490,10 @@ using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
 using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
-using coop_n256_hold = config<256, 4, 1, 1, true>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
-static_assert(smem_bytes<coop_n256_hold>() <= kMaxSmem, "BN=256, 4 stages, Y in the held stage");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -586,7 +508,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
     case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
-    case NF_PRENORM_COOP_N256_HOLD: return f(config_tag<coop_n256_hold>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -603,7 +524,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
     case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
-    case NF_PRENORM_COOP_N256_HOLD: return "coop_n256_hold";
     default: return "?";
     }
 }

@@ -23,7 +23,6 @@ typedef enum nf_prenorm_variant {
     NF_PRENORM_CLUSTER2_N256,
     NF_PRENORM_COOP_N256_S4,     /* COOP_N256 with 4 stages: Y leaves through 2 box slots */
     NF_PRENORM_CLUSTER2_N256_S4, /* CLUSTER2_N256 with COOP_N256_S4's 4 stages */
-    NF_PRENORM_CLUSTER2A_N128,   /* 256x128 tiles, 4 stages, 2-CTA clusters along N sharing A */
     NF_PRENORM_VARIANT_COUNT
 } nf_prenorm_variant;
 

@@ -100,40 +100,30 @@ constexpr int kChunkBytes = 16;       /* one swizzle chunk = 8 bf16 */
 constexpr int kSmemAlign = kSwizzleAtomBytes;
 constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
 
-/* Consumer cw owns rows WG_ROWS cw .. WG_ROWS (cw+1) - 1 of every tile, MI
- * m64 blocks of them.  CLUSTER = 2, SHARE_A false: two CTAs of a cluster take
- * vertically adjacent tiles of the same N-tile; each loads half of the Wg
- * boxes of a stage and multicasts them to both, so Wg crosses L2 -> SM once
- * per 256 rows instead of once per 128.  SHARE_A: the two take horizontally
- * adjacent tiles of the same 256 rows (MI = 2) and share each A tile the same
- * way; both sum the squares of all 256 rows, in the same order. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool SHARE_A_ = false>
+/* Consumer cw owns rows 64cw..64cw+63 of every 128-row tile.  CLUSTER = 2:
+ * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
+ * each loads half of the Wg boxes of a stage and multicasts them to both, so
+ * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
 struct config {
-    static constexpr bool SHARE_A = SHARE_A_;
-    static constexpr int MI = SHARE_A ? 2 : 1, WG_ROWS = MI * kWgmmaM;
-    static constexpr int BM = kConsumers * WG_ROWS, BN = BN_, BK = 64, STAGES = STAGES_;
+    static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
-    static constexpr int CLUSTER_M = SHARE_A ? 1 : CLUSTER, CLUSTER_N = SHARE_A ? CLUSTER : 1;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
     /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
     static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = ROLE_COUNT * kWarpgroupThreads;
-    static constexpr int ACC = BN / 2;                 /* fp32 accumulators / thread and m64 block */
-    static constexpr int ROW_THREADS = kWarpgroupThreads / WG_ROWS; /* per row's sum of squares */
-    static constexpr int A_BYTES = BM * BK * kBf16;          /* 16 KB (32 KB: SHARE_A) */
-    static constexpr int A_BOX_ROWS = BM / CLUSTER_N;         /* rows of A one copy brings */
+    static constexpr int ACC = BN / 2;                       /* fp32 accumulators / thread */
+    static constexpr int A_BYTES = BM * BK * kBf16;          /* 16 KB */
     static constexpr int B_BOXES = BN / kSwizzleCols;        /* 64-wide column blocks */
     static constexpr int B_BOX_BYTES = BK * kSwizzleCols * kBf16; /* 8 KB */
     static constexpr int STAGE_BYTES = A_BYTES + B_BOXES * B_BOX_BYTES;
     static constexpr int Y_BOX_ROWS = kWgmmaM;               /* one warpgroup's rows */
     static constexpr int Y_BOX_BYTES = Y_BOX_ROWS * kSwizzleCols * kBf16; /* 8 KB */
-    static constexpr int Y_BOXES = MI * B_BOXES; /* 64x64 Y boxes per warpgroup and tile */
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
-    static_assert(B_BOXES % CLUSTER_M == 0, "the Wg boxes split evenly over the cluster");
-    static_assert(ROW_THREADS == 1 || ROW_THREADS == 2, "one or two threads per row's sum of squares");
-    static_assert(Y_SLOTS >= 2 && Y_SLOTS <= Y_BOXES, "a Y ring needs two slots to overlap");
+    static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
+    static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
 };
 
 template <class C>
@@ -142,7 +132,7 @@ struct shared_storage {
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
     alignas(kSmemAlign) uint8_t y[kConsumers][C::Y_SLOTS][C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
-    float rstd[C::BM]; /* consumer cw: rstd[WG_ROWS cw ..] */
+    float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
 };
 
 template <class C>
@@ -154,7 +144,7 @@ template <class C>
 __device__ __forceinline__ void produce(shared_storage<C> &s, const CUtensorMap *tm_a,
                                         const CUtensorMap *tm_b, int64_t M, int64_t N, int k_tiles)
 {
-    tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER_M, C::CLUSTER_N);
+    tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
     const int rank = sched.rank;
     constexpr uint16_t kAllCtas = (uint16_t)((1u << C::CLUSTER) - 1u);
     ring_pos<C::STAGES> p;
@@ -165,16 +155,12 @@ __device__ __forceinline__ void produce(shared_storage<C> &s, const CUtensorMap 
             s.ring.producer_acquire(p); /* released by every CTA of the cluster */
             s.ring.producer_expect(p, C::STAGE_BYTES);
             uint64_t *full = &s.ring.full[p.stage];
-            if (C::SHARE_A) /* my rows of A[m0.., k..], to every CTA of the cluster */
-                tma_load_2d_multicast(s.a[p.stage] + rank * (C::A_BYTES / C::CLUSTER), tm_a, full, kt * C::BK,
-                                      m0 + rank * C::A_BOX_ROWS, kAllCtas);
-            else
-                tma_load_2d(s.a[p.stage], tm_a, full, kt * C::BK, m0);        /* A[m0.., k..] */
+            tma_load_2d(s.a[p.stage], tm_a, full, kt * C::BK, m0);            /* A[m0.., k..] */
 #pragma unroll
             for (int bx = 0; bx < C::B_BOXES; ++bx) {                        /* Wg[k.., n..] */
-                if (C::CLUSTER_M == 1)
+                if (C::CLUSTER == 1)
                     tma_load_2d(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols, kt * C::BK);
-                else if (bx % C::CLUSTER_M == rank) /* my share, to every CTA of the cluster */
+                else if (bx % C::CLUSTER == rank) /* my share, to every CTA of the cluster */
                     tma_load_2d_multicast(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols,
                                           kt * C::BK, kAllCtas);
             }
@@ -227,48 +213,37 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
  * (0-3.6 % faster, fused/NOTES.md v9). */
 template <class C, class SumsDone>
 __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
-                                         float (&acc)[C::MI][C::ACC], int cw, int tid, int k_tiles,
+                                         float (&acc)[C::ACC], int cw, int tid, int k_tiles,
                                          SumsDone &&sums_done)
 {
-    const int row = cw * C::WG_ROWS + tid / C::ROW_THREADS, half = tid % C::ROW_THREADS;
+    const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
     float ss = 0.0f;
     ring_pos<C::STAGES> prev = p;
     for (int kt = 0; kt < k_tiles; ++kt) {
         s.ring.consumer_wait(p);
-        const uint32_t a0 = smem_u32(s.a[p.stage]) + cw * C::WG_ROWS * kSwizzleBytes;
+        const uint32_t a0 = smem_u32(s.a[p.stage]) + cw * kWgmmaM * kSwizzleBytes;
         const uint32_t b0 = smem_u32(s.b[p.stage][0]);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < C::BK / kWgmmaK; ++kk) {
-#pragma unroll
-            for (int mi = 0; mi < C::MI; ++mi) {
-                /* acc[mi] += A[64mi.., 16kk..] @ Wg[16kk.., :] */
-                const uint64_t da = wgmma_desc_sw128(a0 + mi * kWgmmaM * kSwizzleBytes + kk * kWgmmaK * kBf16,
-                                                     kChunkBytes, kSwizzleAtomBytes);
-                const uint64_t db = wgmma_desc_sw128(b0 + kk * kWgmmaK * kSwizzleBytes, C::B_BOX_BYTES,
-                                                     kSwizzleAtomBytes);
-                wgmma_bmn<C::BN>(acc[mi], da, db, (kt | kk) != 0);
-            }
+            /* acc += A[:, 16kk..] @ Wg[16kk.., :] */
+            const uint64_t da = wgmma_desc_sw128(a0 + kk * kWgmmaK * kBf16, kChunkBytes, kSwizzleAtomBytes);
+            const uint64_t db = wgmma_desc_sw128(b0 + kk * kWgmmaK * kSwizzleBytes, C::B_BOX_BYTES,
+                                                 kSwizzleAtomBytes);
+            wgmma_bmn<C::BN>(acc, da, db, (kt | kk) != 0);
         }
         wgmma_commit();
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
         if (kt > 0)
             release_stage<C>(s.ring, prev);
-        /* then this stage's sum of squares, overlapping the wgmma just issued */
-        if constexpr (C::ROW_THREADS == 2) {
-            ss = row_sumsq(s.a[p.stage], row, half, ss);
-        } else {
-            ss = row_sumsq(s.a[p.stage], row, 0, ss);
-            ss = row_sumsq(s.a[p.stage], row, 1, ss);
-        }
+        ss = row_sumsq(s.a[p.stage], row, half, ss); /* then this stage's sum of squares,
+                                                        overlapping the wgmma just issued */
         prev = p;
         p.advance();
     }
     sums_done(ss);
     wgmma_wait<0>();
-#pragma unroll
-    for (int mi = 0; mi < C::MI; ++mi)
-        wgmma_fence_regs(acc[mi]);
+    wgmma_fence_regs(acc);
     release_stage<C>(s.ring, prev);
 }
 
@@ -279,75 +254,70 @@ __device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int
                                              int64_t M, int64_t K, float eps, bool write_rstd,
                                              float *rstd_out)
 {
-    if (C::ROW_THREADS == 2)
-        ss += __shfl_xor_sync(0xffffffffu, ss, 1);       /* ss_i = both halves of row i */
-    const int local = tid / C::ROW_THREADS, row = cw * C::WG_ROWS + local; /* row of the tile */
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);           /* ss_i = both halves of row i */
+    const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
     const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
-    if (tid % C::ROW_THREADS == 0) {
+    if (tid % kRowThreads == 0) {
         /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
          * is outside the lazy form's range: its Y is NaN, never acc * 0
          * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
-        s.rstd[cw * C::WG_ROWS + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
+        s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
         if (write_rstd && m0 + row < M)
             rstd_out[m0 + row] = rstd;
     }
 }
 
 /* Y = bf16(acc * rstd) -> smem -> TMA store, one 64x64 box (one bulk group)
- * at a time.  Box b of a warpgroup: m64 block b / B_BOXES, columns
- * 64 (b % B_BOXES) of the tile. */
+ * at a time. */
 template <class C>
-__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::MI][C::ACC], int cw,
-                                         int tid, int64_t m0, int64_t n0, int64_t M, int64_t N,
-                                         const CUtensorMap *tm_y)
+__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], int cw, int tid,
+                                         int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y)
 {
     const uint32_t bar = cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1;
-    /* Box b goes to slot b % Y_SLOTS.  With a slot per box, the previous
+    /* Box bx goes to slot bx % Y_SLOTS.  With a slot per box, the previous
      * tile's stores (one group) must have read their slots before box 0, and
-     * the tile leaves as one group; with a ring, box b waits only for the
+     * the tile leaves as one group; with a ring, box bx waits only for the
      * store that last used its slot (Y_SLOTS groups ago, maybe the previous
      * tile's), and leaves as its own group. */
-    constexpr bool kRing = C::Y_SLOTS < C::Y_BOXES;
+    constexpr bool kRing = C::Y_SLOTS < C::B_BOXES;
     const int w = tid / 32, l = tid % 32;
-    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of an m64 block) */
+    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
     const int mrow = w * 16 + ((l / 8) & 1) * 8 + l % 8; /* the row whose address lane l gives */
-    const int64_t row0 = m0 + cw * C::WG_ROWS;
+    const int64_t row0 = m0 + cw * kWgmmaM;
     float rs0 = 0.0f, rs1 = 0.0f;
 #pragma unroll
-    for (int b = 0; b < C::Y_BOXES; ++b) {
-        const int mi = b / C::B_BOXES, bx = b % C::B_BOXES;
-        if (b == 0 || kRing) {
+    for (int bx = 0; bx < C::B_BOXES; ++bx) {
+        if (bx == 0 || kRing) {
             if (tid == 0)
                 tma_store_wait_read<kRing ? C::Y_SLOTS - 1 : 0>();
             named_barrier_sync(bar, kWarpgroupThreads); /* slot free; s.rstd written */
         }
         if (bx == 0) {
-            rs0 = s.rstd[cw * C::WG_ROWS + mi * kWgmmaM + r0];
-            rs1 = s.rstd[cw * C::WG_ROWS + mi * kWgmmaM + r1];
+            rs0 = s.rstd[cw * kWgmmaM + r0];
+            rs1 = s.rstd[cw * kWgmmaM + r1];
         }
         /* 16 columns at a time: four 8x8 matrices (rows r0 | r1, columns
          * 16c.. | 16c+8..) in one stmatrix, lane l naming row l % 8 of matrix
          * l / 8: 4 stores per box where 32-bit st.shared took 16 */
-        const uint32_t box = smem_u32(s.y[cw][b % C::Y_SLOTS]);
+        const uint32_t box = smem_u32(s.y[cw][bx % C::Y_SLOTS]);
 #pragma unroll
         for (int c = 0; c < kSwizzleCols / 16; ++c) {
             const int j = bx * (kSwizzleCols / 8) + 2 * c, chunk = 2 * c + l / 16;
             stmatrix_x4(box + mrow * kSwizzleBytes + ((chunk ^ (mrow & 7)) * kChunkBytes),
-                        bf16x2_bits(acc[mi][4 * j] * rs0, acc[mi][4 * j + 1] * rs0),
-                        bf16x2_bits(acc[mi][4 * j + 2] * rs1, acc[mi][4 * j + 3] * rs1),
-                        bf16x2_bits(acc[mi][4 * j + 4] * rs0, acc[mi][4 * j + 5] * rs0),
-                        bf16x2_bits(acc[mi][4 * j + 6] * rs1, acc[mi][4 * j + 7] * rs1));
+                        bf16x2_bits(acc[4 * j] * rs0, acc[4 * j + 1] * rs0),
+                        bf16x2_bits(acc[4 * j + 2] * rs1, acc[4 * j + 3] * rs1),
+                        bf16x2_bits(acc[4 * j + 4] * rs0, acc[4 * j + 5] * rs0),
+                        bf16x2_bits(acc[4 * j + 6] * rs1, acc[4 * j + 7] * rs1));
         }
-        if (!kRing && b + 1 < C::Y_BOXES)
+        if (!kRing && bx + 1 < C::B_BOXES)
             continue; /* a slot per box: one store group for the whole tile */
         fence_proxy_async_smem();
         named_barrier_sync(bar, kWarpgroupThreads);
         if (tid == 0) {
-            for (int bb = kRing ? b : 0; bb <= b; ++bb) {
-                const int64_t r = row0 + (bb / C::B_BOXES) * kWgmmaM, c = n0 + (bb % C::B_BOXES) * kSwizzleCols;
-                if (r < M && c < N)
-                    tma_store_2d(tm_y, s.y[cw][bb % C::Y_SLOTS], (int32_t)c, (int32_t)r);
-            }
+            for (int b = kRing ? bx : 0; b <= bx; ++b)
+                if (row0 < M && n0 + b * kSwizzleCols < N)
+                    tma_store_2d(tm_y, s.y[cw][b % C::Y_SLOTS], (int32_t)(n0 + b * kSwizzleCols),
+                                 (int32_t)row0);
             tma_store_commit(); /* ring: a group per box, even an empty one (groups are counted) */
         }
     }
@@ -387,10 +357,10 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
     } else {
         setmaxnreg_inc<kConsumerRegs>();
         const int cw = wg - CONSUMER0;
-        tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER_M, C::CLUSTER_N);
+        tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
         ring_pos<C::STAGES> p;
         tile_coord t;
-        float acc[C::MI][C::ACC];
+        float acc[C::ACC];
         while (sched.fetch(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
             auto publish = [&](float ss) {
@@ -481,7 +451,7 @@ nf_status launch_config(nf_context *ctx, int64_t M, int64_t N, cudaLaunchConfig_
             slots = clusters * C::CLUSTER;
     }
     *resident = slots;
-    cfg->gridDim = dim3(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER_M, C::CLUSTER_N));
+    cfg->gridDim = dim3(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER));
     return NF_OK;
 }
 
@@ -490,7 +460,7 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
 {
     CUtensorMap tm_a, tm_b, tm_y;
     nf_status st;
-    if ((st = tma_map_bf16_2d(&tm_a, a->A, a->M, a->K, a->lda, C::A_BOX_ROWS, C::BK, "A")) != NF_OK ||
+    if ((st = tma_map_bf16_2d(&tm_a, a->A, a->M, a->K, a->lda, C::BM, C::BK, "A")) != NF_OK ||
         (st = tma_map_bf16_2d(&tm_b, B, a->K, a->N, ldb, C::BK, kSwizzleCols, "Wg")) != NF_OK ||
         (st = tma_map_bf16_2d(&tm_y, a->Y, a->M, a->N, a->ldy, C::Y_BOX_ROWS, kSwizzleCols, "Y")) != NF_OK)
         return st;
@@ -520,12 +490,10 @@ using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
 using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
-using cluster2a_n128 = config<128, 4, 2, 2, true>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
-static_assert(smem_bytes<cluster2a_n128>() <= kMaxSmem, "256x128, 4 stages, A shared by the cluster");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -540,7 +508,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
     case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
-    case NF_PRENORM_CLUSTER2A_N128: return f(config_tag<cluster2a_n128>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -557,7 +524,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
     case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
-    case NF_PRENORM_CLUSTER2A_N128: return "cluster2a_n128";
     default: return "?";
     }
 }

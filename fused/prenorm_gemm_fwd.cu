@@ -104,10 +104,8 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, int SS_ = 1>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
 struct config {
-    /* independent partial sums of squares per thread (shorter dependent chains) */
-    static constexpr int SS = SS_;
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
@@ -176,8 +174,7 @@ __device__ __forceinline__ void produce(shared_storage<C> &s, const CUtensorMap 
 /* ss += sum of x^2 over this thread's half of `row` of an A stage (128 bytes,
  * 64 bf16; the half is 4 chunks, picked so 8 neighbouring threads hit 8
  * different chunks: no bank conflicts). */
-template <int P>
-__device__ __forceinline__ void row_sumsq(const uint8_t *a_stage, int row, int half, float (&ss)[P])
+__device__ __forceinline__ float row_sumsq(const uint8_t *a_stage, int row, int half, float ss)
 {
     const uint8_t *r = a_stage + row * kSwizzleBytes;
 #pragma unroll
@@ -188,10 +185,11 @@ __device__ __forceinline__ void row_sumsq(const uint8_t *a_stage, int row, int h
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
             const float lo = __uint_as_float(w[q] << 16), hi = __uint_as_float(w[q] & 0xFFFF0000u);
-            ss[j % P] = fmaf(lo, lo, ss[j % P]); /* ss += x^2 (exact square, fp32 sum) */
-            ss[j % P] = fmaf(hi, hi, ss[j % P]);
+            ss = fmaf(lo, lo, ss); /* ss += x^2 (exact square, fp32 sum) */
+            ss = fmaf(hi, hi, ss);
         }
     }
+    return ss;
 }
 
 /* Release a stage: every consumer warp arrives once its lanes are done (in
@@ -219,7 +217,7 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
                                          SumsDone &&sums_done)
 {
     const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
-    float ss[C::SS] = {};
+    float ss = 0.0f;
     ring_pos<C::STAGES> prev = p;
     for (int kt = 0; kt < k_tiles; ++kt) {
         s.ring.consumer_wait(p);
@@ -238,15 +236,12 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
         if (kt > 0)
             release_stage<C>(s.ring, prev);
-        row_sumsq(s.a[p.stage], row, half, ss); /* then this stage's sum of squares,
-                                                   overlapping the wgmma just issued */
+        ss = row_sumsq(s.a[p.stage], row, half, ss); /* then this stage's sum of squares,
+                                                        overlapping the wgmma just issued */
         prev = p;
         p.advance();
     }
-    if constexpr (C::SS == 4)
-        sums_done((ss[0] + ss[1]) + (ss[2] + ss[3]));
-    else
-        sums_done(ss[0]);
+    sums_done(ss);
     wgmma_wait<0>();
     wgmma_fence_regs(acc);
     release_stage<C>(s.ring, prev);
@@ -495,8 +490,6 @@ using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
 using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
-using coop_n256_ss4 = config<256, 3, 1, 4, 4>;
-using coop_n256_s4_ss4 = config<256, 4, 1, 2, 4>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
@@ -515,8 +508,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
     case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
-    case NF_PRENORM_COOP_N256_SS4: return f(config_tag<coop_n256_ss4>{});
-    case NF_PRENORM_COOP_N256_S4_SS4: return f(config_tag<coop_n256_s4_ss4>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -533,8 +524,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
     case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
-    case NF_PRENORM_COOP_N256_SS4: return "coop_n256_ss4";
-    case NF_PRENORM_COOP_N256_S4_SS4: return "coop_n256_s4_ss4";
     default: return "?";
     }
 }

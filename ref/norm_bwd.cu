@@ -927,6 +927,21 @@ nf_status cluster_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int
     return NF_OK;
 }
 
+/* The persistent grid of a row kernel that sums dg/db per CTA (Cols::kOn):
+ * in clusters where the columns live in shared memory (cluster_grid), else
+ * every CTA that fits at once, so the partial rows stay few (*cluster 1). */
+template <class Cols, class Kernel>
+nf_status columns_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t groups, int64_t *grid,
+                       int *cluster)
+{
+    static_assert(Cols::kOn, "a grid for kernels that write partial rows");
+    *cluster = 1;
+    if constexpr (Cols::kSmem)
+        return cluster_grid(ctx, kernel, cta, smem, groups, grid, cluster);
+    else
+        return resident_grid(ctx, kernel, cta, smem, groups, grid);
+}
+
 /* A persistent row kernel that writes one partial row per cluster of
  * `cluster` CTAs (1: per CTA), then the partial rows' reducer. */
 template <class Kernel>
@@ -954,17 +969,13 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     const int64_t groups = (a->M + ROWS - 1) / ROWS;
     size_t smem;
     NF_TRY(columns_smem<Cols>(kernel, a, &smem));
-    int64_t grid = groups;
-    int cluster = 1;
-    if constexpr (Cols::kSmem) {
-        NF_TRY(cluster_grid(ctx, kernel, CTA, smem, groups, &grid, &cluster));
-    } else if (Cols::kOn) {
-        NF_TRY(resident_grid(ctx, kernel, CTA, smem, groups, &grid)); /* partial rows stay few */
-    } else if (grid > INT32_MAX) {
-        grid = INT32_MAX;
-    }
-    if (Cols::kOn)
+    if constexpr (Cols::kOn) {
+        int64_t grid;
+        int cluster;
+        NF_TRY(columns_grid<Cols>(ctx, kernel, CTA, smem, groups, &grid, &cluster));
         return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
+    }
+    const int64_t grid = groups < INT32_MAX ? groups : INT32_MAX;
     kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, nullptr, nullptr);
     NF_CUDA_LAUNCHED("norm_bwd_vec");
     return columns(ctx, a, slot);
@@ -982,11 +993,8 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     NF_TRY(columns_smem<Cols>(kernel, a, &smem));
     const int64_t groups = (a->M + ROWS - 1) / ROWS;
     int64_t grid;
-    int cluster = 1;
-    if constexpr (Cols::kSmem)
-        NF_TRY(cluster_grid(ctx, kernel, CTA, smem, groups, &grid, &cluster));
-    else
-        NF_TRY(resident_grid(ctx, kernel, CTA, smem, groups, &grid));
+    int cluster;
+    NF_TRY(columns_grid<Cols>(ctx, kernel, CTA, smem, groups, &grid, &cluster));
     return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
 }
 

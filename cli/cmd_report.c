@@ -220,12 +220,16 @@ int nf_cmd_report(int argc, char **argv)
         snprintf(path, sizeof path, "%s/plot_%s.gp", out, op);
         FILE *gp = fopen(path, "w");
         if (gp) {
-            fprintf(gp, "set terminal pngcairo size 900,500\nset output 'err_%s.png'\nset logscale x 2\n"
-                        "set xlabel '%s'\nset ylabel 'error (bf16 ulp)'\nset key outside\nplot ", op, sw->var);
+            /* titles verbatim (noenhanced: "_" is not a subscript); errors on a log
+             * scale, since a cancelling output's max ulp is orders above the rest,
+             * with an exact 0 drawn at the floor */
+            fprintf(gp, "set terminal pngcairo size 900,500 noenhanced\nset output 'err_%s.png'\n"
+                        "set logscale x 2\nset logscale y\nfloor = 1e-3\nset xlabel '%s'\n"
+                        "set ylabel 'error (bf16 ulp; 0 drawn at 1e-3)'\nset key outside\nplot ", op, sw->var);
             for (int e = 0; e < nent; ++e)
-                fprintf(gp, "%s'err_%s.dat' using 1:%d with linespoints title '%s max', "
-                            "'err_%s.dat' using 1:%d with linespoints dt 2 title '%s p99.9'",
-                        e ? ", " : "", op, 2 + 2 * e, names[e], op, 3 + 2 * e, names[e]);
+                fprintf(gp, "%s'err_%s.dat' using 1:($%d > floor ? $%d : floor) with linespoints title '%s max', "
+                            "'err_%s.dat' using 1:($%d > floor ? $%d : floor) with linespoints dt 2 title '%s p99.9'",
+                        e ? ", " : "", op, 2 + 2 * e, 2 + 2 * e, names[e], op, 3 + 2 * e, 3 + 2 * e, names[e]);
             fprintf(gp, "\nset output 'hist_%s.png'\nset logscale xy\nset xlabel 'error (bf16 ulp)'\n"
                         "set ylabel 'elements'\nplot ", op);
             for (int e = 0; e < nent; ++e)

@@ -5,9 +5,9 @@
  * M = 1, 3, 1000, ld > n, misaligned pointers (scalar path), mean-shifted
  * rows, zero rows, and the backward's clusters of 4, 2 and 1 CTAs (the H200
  * takes 8 for these shapes, whose grids leave slots free, and 2 for the
- * bench's, whose grids fill every slot: ref/NOTES.md item 34).  Small shapes use the MPFR oracle, large ones the fast oracle on
- * a row sample.  Outputs are poisoned (0xFFFF) before each launch
- * and must all be written.
+ * bench's, whose grids fill every slot: ref/NOTES.md item 34).  Small shapes
+ * use the MPFR oracle, large ones the fast oracle on a row sample.  Outputs
+ * are poisoned (0xFFFF) before each launch and must all be written.
  *
  * Repro: NF_SEED=<seed> ./ref_norm_test --filter 'ref_norm/<test>'
  */

@@ -899,7 +899,9 @@ cudaLaunchConfig_t cluster_launch(int64_t grid, int cta, size_t smem, cudaStream
  * where none does.  Measured 1-3 us less per backward at 2^26 (LayerNorm
  * n = 16384 0.79 -> 0.81 of copy bandwidth), the 2^28 cases unchanged: less
  * than the partial rows' bytes predicted, likely because they had stayed in
- * L2 (ref/NOTES.md item 26).
+ * L2 (ref/NOTES.md item 26; clusters of 8 then).  On the H200 the bench's
+ * grids, which fill every slot, take C = 2: whole clusters of 4 or 8 do not
+ * cover the SMs (item 34).
  */
 template <class Kernel>
 nf_status cluster_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t groups,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ncu_summary.py PROFILE.csv — one line per bench case and kernel of an Nsight Compute raw CSV.
+"""ncu_summary.py PROFILE.csv[.gz] — one line per bench case and kernel of an Nsight Compute raw CSV.
 
 Reads what `ncu --csv --page raw` writes (non-CSV lines such as ==PROF== notes
 are skipped) and prints, per run of launches of one kernel and grid (a bench
@@ -17,6 +17,7 @@ the backward's time goes").
 """
 import argparse
 import csv
+import gzip
 import re
 import statistics
 import sys
@@ -43,7 +44,8 @@ def main():
                          "and its reducer; kernels timed in turn by the pre-norm probe need more)")
     args = ap.parse_args()
     extra = [m for m in args.extra.split(",") if m]
-    with open(args.csv, newline="") as f:
+    opener = gzip.open if args.csv.endswith(".gz") else open
+    with opener(args.csv, "rt", newline="") as f:
         rows = list(csv.DictReader(line for line in f if line.startswith('"')))
     if not rows:
         sys.exit("ncu_summary: no CSV rows in %s" % args.csv)

@@ -9,8 +9,8 @@
 set -eu
 if [ $# -ne 1 ] || ! [ -r "$1" ]; then echo "check_bench_compare: usage: check_bench_compare.sh SCRIPT" >&2; exit 2; fi
 script="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-py="${PYTHON:-python3}"
-command -v "$py" > /dev/null || { echo "SKIP: no $py"; exit 77; }
+# shellcheck source=cmake/check_lib.sh
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 run() { # NAME NORM_US GEMM_US FAILED_US (null: failed)
@@ -26,12 +26,6 @@ run ab_X_a_r1 100.0 20.0 5.0
 run ab_X_b_r1 80.0 22.0 5.0
 run ab_X_b_r2 90.0 18.0 null
 run ab_X_a_r2 110.0 21.0 5.0
-status=0
-expect() { # OUTPUT PATTERN WHAT
-  if ! printf '%s\n' "$1" | grep -qE "$2"; then
-    echo "FAIL: $3: no line matches '$2' in:"; printf '%s\n' "$1"; status=1
-  fi
-}
 cd "$dir"
 plain="$("$py" "$script" ab_X_a_r1.json ab_X_b_r1.json)"
 # 268435456 bytes in 100 us at 4.0 TB/s: 0.671 of copy bandwidth; in 80 us 0.839

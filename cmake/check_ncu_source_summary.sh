@@ -7,14 +7,8 @@ set -eu
 if [ $# -ne 2 ] || ! [ -r "$1" ] || ! [ -r "$2" ]; then
   echo "check_ncu_source_summary: usage: check_ncu_source_summary.sh SCRIPT PROFILE.csv.gz" >&2; exit 2
 fi
-py="${PYTHON:-python3}"
-command -v "$py" > /dev/null || { echo "SKIP: no $py"; exit 77; }
-status=0
-expect() { # OUTPUT PATTERN WHAT
-  if ! printf '%s\n' "$1" | grep -qE "$2"; then
-    echo "FAIL: $3: no line matches '$2' in:"; printf '%s\n' "$1"; status=1
-  fi
-}
+# shellcheck source=cmake/check_lib.sh
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect
 out="$("$py" "$1" --top 3 "$2")"
 expect "$out" '^== void <unnamed>::prenorm_gemm_fwd_kernel<<unnamed>::config<\(int\)256, \(int\)4, \(int\)1, \(int\)2>>' "coop_n256_s4's block"
 expect "$out" '^   9818 samples; wait 26\.1%, selected 16\.0%, short_sb 11\.9%' "coop_n256_s4's samples and reasons"

@@ -9,14 +9,8 @@ set -eu
 if [ $# -ne 3 ] || ! [ -r "$1" ] || ! [ -r "$2" ] || ! [ -r "$3" ]; then
   echo "check_ncu_summary: usage: check_ncu_summary.sh SCRIPT SHAPES.csv.gz BWD.csv" >&2; exit 2
 fi
-py="${PYTHON:-python3}"
-command -v "$py" > /dev/null || { echo "SKIP: no $py"; exit 77; }
-status=0
-expect() { # OUTPUT PATTERN WHAT
-  if ! printf '%s\n' "$1" | grep -qE "$2"; then
-    echo "FAIL: $3: no line matches '$2' in:"; printf '%s\n' "$1"; status=1
-  fi
-}
+# shellcheck source=cmake/check_lib.sh
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect
 out="$("$py" "$1" "$2")"
 expect "$out" '^prenorm_gemm_fwd_kernel<config<256, 4, 1, 2>> +\(132, 1, 1\) +18 +53\.4 +1\.055 +- +-$' \
   "the fused kernel's 18 in-turn launches as one run"

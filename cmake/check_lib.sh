@@ -1,8 +1,10 @@
 # shellcheck shell=sh disable=SC2034  # status is read by the scripts that source this one
 # check_lib.sh — sourced by the cmake/check_*.sh tests of the Python tools: $py
-# (PYTHON, else python3; exit 77, a skip, without one), status=0, and
+# (PYTHON, else python3; exit 77, a skip, without one), status=0,
 # expect OUTPUT PATTERN WHAT, which sets status=1 and prints OUTPUT unless a
-# line of it matches the extended regex PATTERN.
+# line of it matches the extended regex PATTERN, and refuses_non_profile
+# SCRIPT WHAT, which sets status=1 unless SCRIPT fails on a CSV that holds no
+# Nsight Compute profile.
 py="${PYTHON:-python3}"
 command -v "$py" > /dev/null || { echo "SKIP: no $py"; exit 77; }
 status=0
@@ -10,4 +12,10 @@ expect() {
   if ! printf '%s\n' "$1" | grep -qE "$2"; then
     echo "FAIL: $3: no line matches '$2' in:"; printf '%s\n' "$1"; status=1
   fi
+}
+refuses_non_profile() {
+  nonprofile="$(mktemp)"
+  printf 'not,a,profile\n' > "$nonprofile"
+  if "$py" "$1" "$nonprofile" > /dev/null 2>&1; then echo "FAIL: $2 was accepted"; status=1; fi
+  rm -f "$nonprofile"
 }

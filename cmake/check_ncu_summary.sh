@@ -10,7 +10,7 @@ if [ $# -ne 3 ] || ! [ -r "$1" ] || ! [ -r "$2" ] || ! [ -r "$3" ]; then
   echo "check_ncu_summary: usage: check_ncu_summary.sh SCRIPT SHAPES.csv.gz BWD.csv" >&2; exit 2
 fi
 # shellcheck source=cmake/check_lib.sh
-. "$(dirname "$0")/check_lib.sh" # $py, status, expect
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect, refuses_non_profile
 out="$("$py" "$1" "$2")"
 expect "$out" '^prenorm_gemm_fwd_kernel<config<256, 4, 1, 2>> +\(132, 1, 1\) +18 +53\.4 +1\.055 +- +-$' \
   "the fused kernel's 18 in-turn launches as one run"
@@ -22,9 +22,6 @@ expect "$out" '^prenorm_gemm_fwd_kernel<config<256, 4, 1, 2>> +\(132, 1, 1\) +1 
 out="$("$py" "$1" "$3")"
 expect "$out" '^norm_bwd_pipe<64, 2, 0, RegColumns<64, 2, 0>> +\(656, 1, 1\) +5 +101\.3 +1\.083 +268\.7 +135\.7$' \
   "the row kernel's run beside its reducer, with DRAM bytes"
-empty="$(mktemp)"
-trap 'rm -f "$empty"' EXIT
-printf 'not,a,profile\n' > "$empty"
-if "$py" "$1" "$empty" > /dev/null 2>&1; then echo "FAIL: a file with no profile was accepted"; status=1; fi
+refuses_non_profile "$1" "a file with no profile"
 [ "$status" = 0 ] && echo "PASS: ncu_summary.py as expected"
 exit "$status"

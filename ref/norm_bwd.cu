@@ -42,6 +42,7 @@
  *    column-partial kernel.
  */
 #include "fused/hopper/cluster.cuh"
+#include "fused/hopper/pipeline.cuh"
 #include "ref_cuda.cuh"
 
 namespace {
@@ -182,15 +183,15 @@ __device__ __forceinline__ void each_vector(const G &g, const uint4 (&xv)[VPT], 
     }
 }
 
-/* The two row sums of one cached row into c.m1 = mean(t) (LayerNorm) and
- * c.m2 = mean(t xh).  Every thread of the block calls it (group reductions),
- * with a scratch buffer no thread can still be reading (RowScratch). */
+/* The row sums of one cached row over the group's TPR threads: s1 = sum t
+ * (LayerNorm only), s2 = sum t xh.  Every thread of the block calls it (group
+ * reductions), with a scratch buffer no thread can still be reading
+ * (RowScratch). */
 template <int TPR, int VPT, bool LN, class G>
-__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
-                                          const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
-                                          RowCoef<LN> &c)
+__device__ __forceinline__ void row_sums(const G &g, const uint4 (&xv)[VPT], const uint4 (&dyv)[VPT], int t,
+                                         int nv, float *scratch, const RowCoef<LN> &c, float &s1, float &s2)
 {
-    float s1 = 0.0f, s2 = 0.0f; /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j */
+    s1 = 0.0f, s2 = 0.0f;
     each_vector<TPR>(g, xv, dyv, t, nv, [&](int, int, float (&xf)[NF_VEC], float (&)[NF_VEC],
                                             float (&tf)[NF_VEC]) {
 #pragma unroll
@@ -204,6 +205,17 @@ __device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const G &g,
         nf_group_sum2<TPR, true>(s1, s2, scratch);
     else
         s2 = nf_group_sum<TPR, true>(s2, scratch);
+}
+
+/* The two row means of one cached row into c.m1 = mean(t) (LayerNorm) and
+ * c.m2 = mean(t xh) (row_sums' conditions). */
+template <int TPR, int VPT, bool LN, class G>
+__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
+                                          const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
+                                          RowCoef<LN> &c)
+{
+    float s1, s2;
+    row_sums<TPR, VPT, LN>(g, xv, dyv, t, nv, scratch, c, s1, s2);
     c.m1 = LN ? s1 / (float)a.n : 0.0f;
     c.m2 = s2 / (float)a.n;
 }
@@ -389,6 +401,23 @@ struct SmemColumns {
         }
         return s;
     }
+    /* Vectors [v0, v1) of this CTA's sums, each the sum of the C CTAs of the
+     * cluster (cluster_sum), into partial row `row` of part_g / part_b
+     * (skipped where NULL) at column col0 + 8 v. */
+    __device__ __forceinline__ void store(const nf_norm_bwd_args &a, int t, int64_t row, int64_t col0, int v0,
+                                          int v1, int C, float *part_g, float *part_b) const
+    {
+        for (int v = v0 + t; v < v1; v += TPR) {
+            for (int which = 0; which < (LN ? 2 : 1); ++which) {
+                float *part = which == 0 ? part_g : part_b;
+                if (!part)
+                    continue;
+                float4 *dst = reinterpret_cast<float4 *>(part + row * a.n + col0 + (int64_t)v * NF_VEC);
+                dst[0] = cluster_sum((2 * which) * nv + v, C);
+                dst[1] = cluster_sum((2 * which + 1) * nv + v, C);
+            }
+        }
+    }
     /* The partial rows of part_g / part_b (skipped where NULL): one per
      * cluster of C CTAs (consecutive blockIdx.x; C = 1 without clusters), row
      * blockIdx.x / C.  Once every CTA of the cluster has its sums, rank r
@@ -403,17 +432,7 @@ struct SmemColumns {
             nf_hopper::cluster_sync();
         const int span = (nv + C - 1) / C, v0 = (int)nf_hopper::cluster_rank() * span;
         const int v1 = v0 + span < nv ? v0 + span : nv;
-        const int64_t row = blockIdx.x / C;
-        for (int v = v0 + t; v < v1; v += TPR) {
-            for (int which = 0; which < (LN ? 2 : 1); ++which) {
-                float *part = which == 0 ? part_g : part_b;
-                if (!part)
-                    continue;
-                float4 *dst = reinterpret_cast<float4 *>(part + row * a.n + (int64_t)v * NF_VEC);
-                dst[0] = cluster_sum((2 * which) * nv + v, C);
-                dst[1] = cluster_sum((2 * which + 1) * nv + v, C);
-            }
-        }
+        store(a, t, blockIdx.x / C, 0, v0, v1, C, part_g, part_b);
         if (C > 1)
             nf_hopper::cluster_sync();
     }
@@ -621,6 +640,104 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 
     __shared__ float red[partials_red_floats<TPR, VPT>()];
     cols.write(a, t, group, nv, part_g, part_b, red);
+}
+
+/* ---- half rows on a 2-CTA cluster --------------------------------------------------------- */
+
+/*
+ * The pipelined loop with every row split over the two CTAs of a cluster,
+ * for LayerNorm n in (8192, 16384].  Rank r owns vectors [r h, r h + nv_r)
+ * of every row (h = ceil(nv / 2)), so its column sums and g take half the
+ * shared memory of a whole-row CTA (80 KB at n = 16384 against 160 KB) and
+ * two CTAs fit on an SM where norm_bwd_pipe's 512 x 4 fits one; a CTA is
+ * then norm_bwd_pipe's 256 x 4 of n = 8192 plus one exchange per row: each
+ * CTA reduces its half, sends its two sums to the peer with one st.async
+ * (8 bytes counted on the peer's mbarrier), waits for the peer's and adds
+ * them, own + peer, the same bits on both CTAs (a + b = b + a).  Cluster c
+ * takes rows c, c + clusters, ...; it writes partial row c, each CTA its own
+ * columns.
+ * Two exchange slots, alternating by row like the scratch of RowScratch: the
+ * peer writes slot p again (row i + 2) only after this CTA's sums of row
+ * i + 1, which thread 0 sends after that row's publishing barrier, which
+ * every thread reaches after reading slot p of row i.
+ */
+/* p + col, formed as an integer: with the pointer arithmetic in the open,
+ * NVVM stored the pair kernel's dx as four 4-byte stores per vector instead
+ * of one of 16 bytes (PTX st.global.u32 x 4). */
+template <class T> __device__ __forceinline__ T *from_column(T *p, int64_t col)
+{
+    return reinterpret_cast<T *>(reinterpret_cast<uintptr_t>(p) + (uintptr_t)col * sizeof(T));
+}
+
+/* a's operands from column col0 on (g too, where given) */
+__device__ __forceinline__ nf_norm_bwd_args columns_from(const nf_norm_bwd_args &a, int64_t col0)
+{
+    nf_norm_bwd_args h = a;
+    h.x = from_column(a.x, col0);
+    h.dy = from_column(a.dy, col0);
+    h.dx = from_column(a.dx, col0);
+    if (h.g)
+        h.g = from_column(a.g, col0);
+    return h;
+}
+
+template <int TPR, int VPT, bool LN>
+__global__ void __launch_bounds__(nf_cta_threads<TPR>(), 2)
+norm_bwd_pair(const nf_norm_bwd_args a, float *part_g, float *part_b)
+{
+    static_assert(nf_cta_threads<TPR>() == TPR, "one row group per CTA");
+    using namespace nf_hopper;
+    __shared__ RowScratch<TPR, 1> scratch;
+    __shared__ alignas(8) uint64_t got[2]; /* slot p's phase completes when the peer's sums are in */
+    __shared__ float2 peer_sums[2];
+    extern __shared__ float4 cols_smem[];
+    const int t = threadIdx.x;
+    const uint32_t rank = cluster_rank();
+    const int nv_row = (int)(a.n / NF_VEC), half = (nv_row + 1) / 2;
+    const int nv = rank == 0 ? half : nv_row - half;
+    const int64_t col0 = (int64_t)rank * half * NF_VEC, first = blockIdx.x / 2, clusters = gridDim.x / 2;
+    const nf_norm_bwd_args h = columns_from(a, col0); /* h.n stays the row's length, the means' divisor */
+
+    RowTile<VPT> cur; /* in flight while the CTA sets up */
+    load_row<TPR, VPT>(h, first, t, nv, cur);
+    load_stats<LN>(h, first, cur);
+    SmemColumns<TPR, VPT, LN> cols(cols_smem, nv, t);
+    const RowG<TPR, VPT, LN> g(h, t, nv);
+    if (t == 0) {
+        mbar_init(&got[0], 1);
+        mbar_init(&got[1], 1);
+        mbar_fence_init();
+    }
+    cluster_sync(); /* the peer's barriers are initialised before its sums can land */
+    nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
+    const uint32_t to_slot = dsmem_map(peer_sums, rank ^ 1u), to_got = dsmem_map(got, rank ^ 1u);
+
+    int i = 0;
+    for (int64_t row = first; row < a.M; row += clusters, ++i) {
+        RowTile<VPT> nxt;
+        load_row<TPR, VPT>(h, row + clusters, t, nv, nxt);
+        load_stats<LN>(h, row + clusters, nxt);
+
+        const int p = i & 1;
+        RowCoef<LN> c;
+        c.init(cur.rstd, cur.mu);
+        float s1, s2;
+        row_sums<TPR, VPT, LN>(g, cur.x, cur.dy, t, nv, scratch.buf[p][0], c, s1, s2);
+        if (t == 0) {
+            mbar_arrive_expect_tx(&got[p], sizeof(float2));
+            dsmem_store_async_f32x2(to_slot + p * (uint32_t)sizeof(float2), make_float2(s1, s2),
+                                    to_got + p * (uint32_t)sizeof(uint64_t));
+        }
+        mbar_wait(&got[p], (uint32_t)(i >> 1) & 1u);
+        const float2 q = peer_sums[p];
+        c.m1 = LN ? (s1 + q.x) / (float)a.n : 0.0f;
+        c.m2 = (s2 + q.y) / (float)a.n;
+        row_dx<TPR, VPT, LN>(h, g, cur.x, cur.dy, t, nv, row, c, cols);
+        cur = nxt;
+    }
+
+    cols.store(a, t, first, col0, 0, nv, 1, part_g, part_b);
+    cluster_sync(); /* neither CTA leaves while a store to its peer may be in flight */
 }
 
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
@@ -1000,6 +1117,24 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
 }
 
+/* Half rows on 2-CTA clusters (norm_bwd_pair): as many clusters as fit at
+ * once, at most one per row. */
+template <int TPR, int VPT, bool LN>
+nf_status launch_pair(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
+{
+    using Cols = SmemColumns<TPR, VPT, LN>;
+    constexpr int CTA = nf_cta_threads<TPR>();
+    auto kernel = norm_bwd_pair<TPR, VPT, LN>;
+    const size_t smem = Cols::smem_bytes((a->n / NF_VEC + 1) / 2);
+    NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = cluster_launch(2, CTA, smem, NULL, 2, &attr);
+    int fit = 0;
+    NF_CUDA_TRY(cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg));
+    const int64_t clusters = a->M < fit ? a->M : fit < 1 ? 1 : fit;
+    return launch_rows_and_reduce(ctx, a, slot, kernel, 2 * clusters, CTA, smem, 2);
+}
+
 /*
  * Kernel and (threads per row TPR, vectors per thread VPT) by row length for
  * the vectorised path, per kind, chosen by measurement on the H200 (bench
@@ -1032,7 +1167,9 @@ nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         if (nv <= 256)  return launch_vec_kind<RegColumns, 64, 4, LN>(ctx, a, slot);   /* n <= 2048  */
         if (nv <= 512)  return launch_pipe_kind<SmemColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096 */
         if (nv <= 1024) return launch_pipe_kind<SmemColumns, 256, 4, LN>(ctx, a, slot); /* n <= 8192 */
-        if (nv <= 2048) return launch_pipe_kind<SmemColumns, 512, 4, LN>(ctx, a, slot); /* n <= 16384 */
+        if (nv <= 2048) /* n <= 16384 */
+            return nf_ctx_max_cluster(ctx) >= 2 ? launch_pair<256, 4, LN>(ctx, a, slot)
+                                                : launch_pipe_kind<SmemColumns, 512, 4, LN>(ctx, a, slot);
     } else {
         if (nv <= 128)  return launch_pipe_kind<RegColumns, 64, 2, LN>(ctx, a, slot);  /* n <= 1024  */
         if (nv <= 256)  return launch_pipe_kind<RegColumns, 128, 2, LN>(ctx, a, slot); /* n <= 2048  */

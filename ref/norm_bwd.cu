@@ -728,11 +728,21 @@ norm_bwd_pair(const nf_norm_bwd_args a, float *part_g, float *part_b)
             dsmem_store_async_f32x2(to_slot + p * (uint32_t)sizeof(float2), make_float2(s1, s2),
                                     to_got + p * (uint32_t)sizeof(uint64_t));
         }
+        /* the row's dg/db contributions need no means: added while the peer's sums travel */
+        each_vector<TPR>(g, cur.x, cur.dy, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
+                                                      float (&)[NF_VEC]) {
+            cols.begin(v);
+#pragma unroll
+            for (int e = 0; e < NF_VEC; ++e)
+                cols.add(k, e, dyf[e], c.xhat(xf[e]));
+            cols.end(v);
+        });
         mbar_wait(&got[p], (uint32_t)(i >> 1) & 1u);
         const float2 q = peer_sums[p];
         c.m1 = LN ? (s1 + q.x) / (float)a.n : 0.0f;
         c.m2 = (s2 + q.y) / (float)a.n;
-        row_dx<TPR, VPT, LN>(h, g, cur.x, cur.dy, t, nv, row, c, cols);
+        NoColumns<TPR, VPT, LN> none(nullptr, 0, 0); /* dx only: the sums are in */
+        row_dx<TPR, VPT, LN>(h, g, cur.x, cur.dy, t, nv, row, c, none);
         cur = nxt;
     }
 

@@ -183,15 +183,15 @@ __device__ __forceinline__ void each_vector(const G &g, const uint4 (&xv)[VPT], 
     }
 }
 
-/* The row sums of one cached row over the group's TPR threads: s1 = sum t
- * (LayerNorm only), s2 = sum t xh.  Every thread of the block calls it (group
- * reductions), with a scratch buffer no thread can still be reading
- * (RowScratch). */
+/* The two row sums of one cached row into c.m1 = mean(t) (LayerNorm) and
+ * c.m2 = mean(t xh).  Every thread of the block calls it (group reductions),
+ * with a scratch buffer no thread can still be reading (RowScratch). */
 template <int TPR, int VPT, bool LN, class G>
-__device__ __forceinline__ void row_sums(const G &g, const uint4 (&xv)[VPT], const uint4 (&dyv)[VPT], int t,
-                                         int nv, float *scratch, const RowCoef<LN> &c, float &s1, float &s2)
+__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
+                                          const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
+                                          RowCoef<LN> &c)
 {
-    s1 = 0.0f, s2 = 0.0f;
+    float s1 = 0.0f, s2 = 0.0f; /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j */
     each_vector<TPR>(g, xv, dyv, t, nv, [&](int, int, float (&xf)[NF_VEC], float (&)[NF_VEC],
                                             float (&tf)[NF_VEC]) {
 #pragma unroll
@@ -205,17 +205,6 @@ __device__ __forceinline__ void row_sums(const G &g, const uint4 (&xv)[VPT], con
         nf_group_sum2<TPR, true>(s1, s2, scratch);
     else
         s2 = nf_group_sum<TPR, true>(s2, scratch);
-}
-
-/* The two row means of one cached row into c.m1 = mean(t) (LayerNorm) and
- * c.m2 = mean(t xh) (row_sums' conditions). */
-template <int TPR, int VPT, bool LN, class G>
-__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
-                                          const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
-                                          RowCoef<LN> &c)
-{
-    float s1, s2;
-    row_sums<TPR, VPT, LN>(g, xv, dyv, t, nv, scratch, c, s1, s2);
     c.m1 = LN ? s1 / (float)a.n : 0.0f;
     c.m2 = s2 / (float)a.n;
 }
@@ -401,11 +390,24 @@ struct SmemColumns {
         }
         return s;
     }
-    /* Vectors [v0, v1) of this CTA's sums, each the sum of the C CTAs of the
-     * cluster (cluster_sum), into partial row `row` of part_g / part_b
-     * (skipped where NULL) at column col0 + 8 v. */
+    /* Column sum `slot` of the CTAs of ranks first, first + stride, ...
+     * (count of them), added in that order from their shared memory. */
+    __device__ __forceinline__ float4 ranks_sum(int slot, uint32_t first, int count, uint32_t stride) const
+    {
+        float4 s = nf_hopper::dsmem_load_f32x4(nf_hopper::dsmem_map(planes + slot, first));
+        for (int q = 1; q < count; ++q) {
+            const uint32_t r = first + (uint32_t)q * stride;
+            const float4 u = nf_hopper::dsmem_load_f32x4(nf_hopper::dsmem_map(planes + slot, r));
+            s.x += u.x, s.y += u.y, s.z += u.z, s.w += u.w;
+        }
+        return s;
+    }
+    /* Vectors [v0, v1) of the sums, each sum(slot) of its float4 slots, into
+     * partial row `row` of part_g / part_b (skipped where NULL) at column
+     * col0 + 8 v. */
+    template <class Sum>
     __device__ __forceinline__ void store(const nf_norm_bwd_args &a, int t, int64_t row, int64_t col0, int v0,
-                                          int v1, int C, float *part_g, float *part_b) const
+                                          int v1, float *part_g, float *part_b, Sum &&sum) const
     {
         for (int v = v0 + t; v < v1; v += TPR) {
             for (int which = 0; which < (LN ? 2 : 1); ++which) {
@@ -413,8 +415,8 @@ struct SmemColumns {
                 if (!part)
                     continue;
                 float4 *dst = reinterpret_cast<float4 *>(part + row * a.n + col0 + (int64_t)v * NF_VEC);
-                dst[0] = cluster_sum((2 * which) * nv + v, C);
-                dst[1] = cluster_sum((2 * which + 1) * nv + v, C);
+                dst[0] = sum((2 * which) * nv + v);
+                dst[1] = sum((2 * which + 1) * nv + v);
             }
         }
     }
@@ -432,7 +434,7 @@ struct SmemColumns {
             nf_hopper::cluster_sync();
         const int span = (nv + C - 1) / C, v0 = (int)nf_hopper::cluster_rank() * span;
         const int v1 = v0 + span < nv ? v0 + span : nv;
-        store(a, t, blockIdx.x / C, 0, v0, v1, C, part_g, part_b);
+        store(a, t, blockIdx.x / C, 0, v0, v1, part_g, part_b, [&](int slot) { return cluster_sum(slot, C); });
         if (C > 1)
             nf_hopper::cluster_sync();
     }
@@ -653,9 +655,11 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
  * then norm_bwd_pipe's 256 x 4 of n = 8192 plus one exchange per row: each
  * CTA reduces its half, sends its two sums to the peer with one st.async
  * (8 bytes counted on the peer's mbarrier), waits for the peer's and adds
- * them, own + peer, the same bits on both CTAs (a + b = b + a).  Cluster c
- * takes rows c, c + clusters, ...; it writes partial row c, each CTA its own
- * columns.
+ * them, own + peer, the same bits on both CTAs (a + b = b + a).  Pair p
+ * (CTAs 2p, 2p + 1) takes rows p, p + pairs, ...  A cluster holds one pair
+ * or two (ranks 0-1 and 2-3) and writes one partial row; two pairs add
+ * their sums through DSMEM first, so the partial rows, 128 KB each at
+ * n = 16384 and written by every cluster, halve.
  * Two exchange slots, alternating by row like the scratch of RowScratch: the
  * peer writes slot p again (row i + 2) only after this CTA's sums of row
  * i + 1, which thread 0 sends after that row's publishing barrier, which
@@ -692,10 +696,10 @@ norm_bwd_pair(const nf_norm_bwd_args a, float *part_g, float *part_b)
     __shared__ float2 peer_sums[2];
     extern __shared__ float4 cols_smem[];
     const int t = threadIdx.x;
-    const uint32_t rank = cluster_rank();
+    const uint32_t rank = cluster_rank(), side = rank & 1u; /* side: which half of the row */
     const int nv_row = (int)(a.n / NF_VEC), half = (nv_row + 1) / 2;
-    const int nv = rank == 0 ? half : nv_row - half;
-    const int64_t col0 = (int64_t)rank * half * NF_VEC, first = blockIdx.x / 2, clusters = gridDim.x / 2;
+    const int nv = side == 0 ? half : nv_row - half;
+    const int64_t col0 = (int64_t)side * half * NF_VEC, first = blockIdx.x / 2, pairs = gridDim.x / 2;
     const nf_norm_bwd_args h = columns_from(a, col0); /* h.n stays the row's length, the means' divisor */
 
     RowTile<VPT> cur; /* in flight while the CTA sets up */
@@ -713,30 +717,35 @@ norm_bwd_pair(const nf_norm_bwd_args a, float *part_g, float *part_b)
     const uint32_t to_slot = dsmem_map(peer_sums, rank ^ 1u), to_got = dsmem_map(got, rank ^ 1u);
 
     int i = 0;
-    for (int64_t row = first; row < a.M; row += clusters, ++i) {
+    for (int64_t row = first; row < a.M; row += pairs, ++i) {
         RowTile<VPT> nxt;
-        load_row<TPR, VPT>(h, row + clusters, t, nv, nxt);
-        load_stats<LN>(h, row + clusters, nxt);
+        load_row<TPR, VPT>(h, row + pairs, t, nv, nxt);
+        load_stats<LN>(h, row + pairs, nxt);
 
         const int p = i & 1;
         RowCoef<LN> c;
         c.init(cur.rstd, cur.mu);
-        float s1, s2;
-        row_sums<TPR, VPT, LN>(g, cur.x, cur.dy, t, nv, scratch.buf[p][0], c, s1, s2);
+        /* the row sums and, needing no means, the row's dg/db contributions, in one pass */
+        float s1 = 0.0f, s2 = 0.0f;
+        each_vector<TPR>(g, cur.x, cur.dy, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
+                                                      float (&tf)[NF_VEC]) {
+            cols.begin(v);
+#pragma unroll
+            for (int e = 0; e < NF_VEC; ++e) {
+                const float xh = c.xhat(xf[e]);
+                if constexpr (LN)
+                    s1 += tf[e];
+                s2 = fmaf(tf[e], xh, s2);
+                cols.add(k, e, dyf[e], xh);
+            }
+            cols.end(v);
+        });
+        nf_group_sum2<TPR, true>(s1, s2, scratch.buf[p][0]);
         if (t == 0) {
             mbar_arrive_expect_tx(&got[p], sizeof(float2));
             dsmem_store_async_f32x2(to_slot + p * (uint32_t)sizeof(float2), make_float2(s1, s2),
                                     to_got + p * (uint32_t)sizeof(uint64_t));
         }
-        /* the row's dg/db contributions need no means: added while the peer's sums travel */
-        each_vector<TPR>(g, cur.x, cur.dy, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
-                                                      float (&)[NF_VEC]) {
-            cols.begin(v);
-#pragma unroll
-            for (int e = 0; e < NF_VEC; ++e)
-                cols.add(k, e, dyf[e], c.xhat(xf[e]));
-            cols.end(v);
-        });
         mbar_wait(&got[p], (uint32_t)(i >> 1) & 1u);
         const float2 q = peer_sums[p];
         c.m1 = LN ? (s1 + q.x) / (float)a.n : 0.0f;
@@ -746,8 +755,19 @@ norm_bwd_pair(const nf_norm_bwd_args a, float *part_g, float *part_b)
         cur = nxt;
     }
 
-    cols.store(a, t, first, col0, 0, nv, 1, part_g, part_b);
-    cluster_sync(); /* neither CTA leaves while a store to its peer may be in flight */
+    /* The cluster's partial row: with one pair, each CTA its own columns;
+     * with P pairs, the P CTAs of a side each add a P-th of the side's
+     * columns over the pairs, in pair order */
+    const int P = (int)(cluster_size() / 2);
+    if (P == 1) {
+        cols.store(a, t, first, col0, 0, nv, part_g, part_b, [&](int slot) { return cols.planes[slot]; });
+    } else {
+        cluster_sync(); /* every pair's sums are in */
+        const int span = (nv + P - 1) / P, v0 = (int)(rank >> 1) * span, v1 = v0 + span < nv ? v0 + span : nv;
+        cols.store(a, t, blockIdx.x / (2 * P), col0, v0, v1, part_g, part_b,
+                   [&](int slot) { return cols.ranks_sum(slot, side, P, 2); });
+    }
+    cluster_sync(); /* no CTA leaves while a peer may still read its shared memory or receive its sums */
 }
 
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
@@ -1127,8 +1147,25 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
 }
 
-/* Half rows on 2-CTA clusters (norm_bwd_pair): as many clusters as fit at
- * once, at most one per row. */
+/* How many clusters of `cluster` CTAs of `kernel` fit at once (0: none, or
+ * that size is not taken). */
+template <class Kernel> int clusters_fit(Kernel kernel, int cta, size_t smem, int cluster)
+{
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = cluster_launch(cluster, cta, smem, NULL, cluster, &attr);
+    int fit = 0;
+    if (cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not a launch error */
+        return 0;
+    }
+    return fit;
+}
+
+/* Half rows on clusters (norm_bwd_pair): as many pairs of CTAs as fit at
+ * once, at most one per row; two pairs to a cluster where clusters of 4
+ * hold them all (nf_ctx_max_cluster >= 4; the pair count rounded down to
+ * even), else one; where no 2-CTA cluster fits, the whole-row kernel of
+ * twice the threads. */
 template <int TPR, int VPT, bool LN>
 nf_status launch_pair(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
 {
@@ -1137,12 +1174,16 @@ nf_status launch_pair(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     auto kernel = norm_bwd_pair<TPR, VPT, LN>;
     const size_t smem = Cols::smem_bytes((a->n / NF_VEC + 1) / 2);
     NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_launch(2, CTA, smem, NULL, 2, &attr);
-    int fit = 0;
-    NF_CUDA_TRY(cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg));
-    const int64_t clusters = a->M < fit ? a->M : fit < 1 ? 1 : fit;
-    return launch_rows_and_reduce(ctx, a, slot, kernel, 2 * clusters, CTA, smem, 2);
+    const int fit = clusters_fit(kernel, CTA, smem, 2);
+    if (fit < 1) /* no cluster of it runs here: the whole-row kernel */
+        return launch_pipe_kind<SmemColumns, 2 * TPR, VPT, LN>(ctx, a, slot);
+    int64_t pairs = a->M < fit ? a->M : fit;
+    int cluster = 2;
+    if (nf_ctx_max_cluster(ctx) >= 4 && pairs >= 2 && pairs / 2 <= clusters_fit(kernel, CTA, smem, 4)) {
+        pairs = pairs / 2 * 2;
+        cluster = 4;
+    }
+    return launch_rows_and_reduce(ctx, a, slot, kernel, 2 * pairs, CTA, smem, cluster);
 }
 
 /*

@@ -234,17 +234,12 @@ static const norm_case smem_column_cases[] = {
     {NF_NORM_LAYER, 211, 6144, 0, 0, 1, 1, 0.0, 0.0},
     {NF_NORM_RMS, 2000, 12288, 0, 0, 1, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 33, 16384, 0, 0, 1, 1, 10.0, 0.0},
-    /* the pipelined LayerNorm kernels (128 x 4 up to n = 4096; past 8192 the
-     * half-row pair on 2-CTA clusters, or 512 x 4 where clusters are capped
-     * at 1), g in shared memory or, without g, ones there; a thread's last
+    /* the pipelined LayerNorm kernels (128 x 4 up to n = 4096, 512 x 4 up to
+     * 16384), g in shared memory or, without g, ones there; a thread's last
      * vectors past n */
     {NF_NORM_LAYER, 517, 3000, 8, 0, 0, 1, 10.0, 0.0},
     {NF_NORM_LAYER, 257, 12000, 0, 0, 0, 1, 0.0, 0.0},
     {NF_NORM_LAYER, 300, 12000, 8, 0, 1, 1, 3.0, 0.01},
-    /* halves of unequal length (8200: 513 and 512 vectors; 9000: 563 and
-     * 562), a single cluster, rows revisited */
-    {NF_NORM_LAYER, 1, 8200, 0, 0, 1, 1, 0.0, 0.0},
-    {NF_NORM_LAYER, 700, 9000, 8, 0, 1, 1, 3.0, 0.01},
 };
 
 /* large enough that the backward's persistent grid revisits rows */

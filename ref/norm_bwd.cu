@@ -42,7 +42,6 @@
  *    column-partial kernel.
  */
 #include "fused/hopper/cluster.cuh"
-#include "fused/hopper/pipeline.cuh"
 #include "ref_cuda.cuh"
 
 namespace {
@@ -390,36 +389,6 @@ struct SmemColumns {
         }
         return s;
     }
-    /* Column sum `slot` of the CTAs of ranks first, first + stride, ...
-     * (count of them), added in that order from their shared memory. */
-    __device__ __forceinline__ float4 ranks_sum(int slot, uint32_t first, int count, uint32_t stride) const
-    {
-        float4 s = nf_hopper::dsmem_load_f32x4(nf_hopper::dsmem_map(planes + slot, first));
-        for (int q = 1; q < count; ++q) {
-            const uint32_t r = first + (uint32_t)q * stride;
-            const float4 u = nf_hopper::dsmem_load_f32x4(nf_hopper::dsmem_map(planes + slot, r));
-            s.x += u.x, s.y += u.y, s.z += u.z, s.w += u.w;
-        }
-        return s;
-    }
-    /* Vectors [v0, v1) of the sums, each sum(slot) of its float4 slots, into
-     * partial row `row` of part_g / part_b (skipped where NULL) at column
-     * col0 + 8 v. */
-    template <class Sum>
-    __device__ __forceinline__ void store(const nf_norm_bwd_args &a, int t, int64_t row, int64_t col0, int v0,
-                                          int v1, float *part_g, float *part_b, Sum &&sum) const
-    {
-        for (int v = v0 + t; v < v1; v += TPR) {
-            for (int which = 0; which < (LN ? 2 : 1); ++which) {
-                float *part = which == 0 ? part_g : part_b;
-                if (!part)
-                    continue;
-                float4 *dst = reinterpret_cast<float4 *>(part + row * a.n + col0 + (int64_t)v * NF_VEC);
-                dst[0] = sum((2 * which) * nv + v);
-                dst[1] = sum((2 * which + 1) * nv + v);
-            }
-        }
-    }
     /* The partial rows of part_g / part_b (skipped where NULL): one per
      * cluster of C CTAs (consecutive blockIdx.x; C = 1 without clusters), row
      * blockIdx.x / C.  Once every CTA of the cluster has its sums, rank r
@@ -434,7 +403,17 @@ struct SmemColumns {
             nf_hopper::cluster_sync();
         const int span = (nv + C - 1) / C, v0 = (int)nf_hopper::cluster_rank() * span;
         const int v1 = v0 + span < nv ? v0 + span : nv;
-        store(a, t, blockIdx.x / C, 0, v0, v1, part_g, part_b, [&](int slot) { return cluster_sum(slot, C); });
+        const int64_t row = blockIdx.x / C;
+        for (int v = v0 + t; v < v1; v += TPR) {
+            for (int which = 0; which < (LN ? 2 : 1); ++which) {
+                float *part = which == 0 ? part_g : part_b;
+                if (!part)
+                    continue;
+                float4 *dst = reinterpret_cast<float4 *>(part + row * a.n + (int64_t)v * NF_VEC);
+                dst[0] = cluster_sum((2 * which) * nv + v, C);
+                dst[1] = cluster_sum((2 * which + 1) * nv + v, C);
+            }
+        }
         if (C > 1)
             nf_hopper::cluster_sync();
     }
@@ -642,132 +621,6 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 
     __shared__ float red[partials_red_floats<TPR, VPT>()];
     cols.write(a, t, group, nv, part_g, part_b, red);
-}
-
-/* ---- half rows on a 2-CTA cluster --------------------------------------------------------- */
-
-/*
- * The pipelined loop with every row split over the two CTAs of a cluster,
- * for LayerNorm n in (8192, 16384].  Rank r owns vectors [r h, r h + nv_r)
- * of every row (h = ceil(nv / 2)), so its column sums and g take half the
- * shared memory of a whole-row CTA (80 KB at n = 16384 against 160 KB) and
- * two CTAs fit on an SM where norm_bwd_pipe's 512 x 4 fits one; a CTA is
- * then norm_bwd_pipe's 256 x 4 of n = 8192 plus one exchange per row: each
- * CTA reduces its half, sends its two sums to the peer with one st.async
- * (8 bytes counted on the peer's mbarrier), waits for the peer's and adds
- * them, own + peer, the same bits on both CTAs (a + b = b + a).  Pair p
- * (CTAs 2p, 2p + 1) takes rows p, p + pairs, ...  A cluster holds one pair
- * or two (ranks 0-1 and 2-3) and writes one partial row; two pairs add
- * their sums through DSMEM first, so the partial rows, 128 KB each at
- * n = 16384 and written by every cluster, halve.
- * Two exchange slots, alternating by row like the scratch of RowScratch: the
- * peer writes slot p again (row i + 2) only after this CTA's sums of row
- * i + 1, which thread 0 sends after that row's publishing barrier, which
- * every thread reaches after reading slot p of row i.
- */
-/* p + col, formed as an integer: with the pointer arithmetic in the open,
- * NVVM stored the pair kernel's dx as four 4-byte stores per vector instead
- * of one of 16 bytes (PTX st.global.u32 x 4). */
-template <class T> __device__ __forceinline__ T *from_column(T *p, int64_t col)
-{
-    return reinterpret_cast<T *>(reinterpret_cast<uintptr_t>(p) + (uintptr_t)col * sizeof(T));
-}
-
-/* a's operands from column col0 on (g too, where given) */
-__device__ __forceinline__ nf_norm_bwd_args columns_from(const nf_norm_bwd_args &a, int64_t col0)
-{
-    nf_norm_bwd_args h = a;
-    h.x = from_column(a.x, col0);
-    h.dy = from_column(a.dy, col0);
-    h.dx = from_column(a.dx, col0);
-    if (h.g)
-        h.g = from_column(a.g, col0);
-    return h;
-}
-
-template <int TPR, int VPT, bool LN>
-__global__ void __launch_bounds__(nf_cta_threads<TPR>(), 2)
-norm_bwd_pair(const nf_norm_bwd_args a, float *part_g, float *part_b)
-{
-    static_assert(nf_cta_threads<TPR>() == TPR, "one row group per CTA");
-    using namespace nf_hopper;
-    __shared__ RowScratch<TPR, 1> scratch;
-    __shared__ alignas(8) uint64_t got[2]; /* slot p's phase completes when the peer's sums are in */
-    __shared__ float2 peer_sums[2];
-    extern __shared__ float4 cols_smem[];
-    const int t = threadIdx.x;
-    const uint32_t rank = cluster_rank(), side = rank & 1u; /* side: which half of the row */
-    const int nv_row = (int)(a.n / NF_VEC), half = (nv_row + 1) / 2;
-    const int nv = side == 0 ? half : nv_row - half;
-    const int64_t col0 = (int64_t)side * half * NF_VEC, first = blockIdx.x / 2, pairs = gridDim.x / 2;
-    const nf_norm_bwd_args h = columns_from(a, col0); /* h.n stays the row's length, the means' divisor */
-
-    RowTile<VPT> cur; /* in flight while the CTA sets up */
-    load_row<TPR, VPT>(h, first, t, nv, cur);
-    load_stats<LN>(h, first, cur);
-    SmemColumns<TPR, VPT, LN> cols(cols_smem, nv, t);
-    const RowG<TPR, VPT, LN> g(h, t, nv);
-    if (t == 0) {
-        mbar_init(&got[0], 1);
-        mbar_init(&got[1], 1);
-        mbar_fence_init();
-    }
-    cluster_sync(); /* the peer's barriers are initialised before its sums can land */
-    nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
-    const uint32_t to_slot = dsmem_map(peer_sums, rank ^ 1u), to_got = dsmem_map(got, rank ^ 1u);
-
-    int i = 0;
-    for (int64_t row = first; row < a.M; row += pairs, ++i) {
-        RowTile<VPT> nxt;
-        load_row<TPR, VPT>(h, row + pairs, t, nv, nxt);
-        load_stats<LN>(h, row + pairs, nxt);
-
-        const int p = i & 1;
-        RowCoef<LN> c;
-        c.init(cur.rstd, cur.mu);
-        /* the row sums and, needing no means, the row's dg/db contributions, in one pass */
-        float s1 = 0.0f, s2 = 0.0f;
-        each_vector<TPR>(g, cur.x, cur.dy, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
-                                                      float (&tf)[NF_VEC]) {
-            cols.begin(v);
-#pragma unroll
-            for (int e = 0; e < NF_VEC; ++e) {
-                const float xh = c.xhat(xf[e]);
-                if constexpr (LN)
-                    s1 += tf[e];
-                s2 = fmaf(tf[e], xh, s2);
-                cols.add(k, e, dyf[e], xh);
-            }
-            cols.end(v);
-        });
-        nf_group_sum2<TPR, true>(s1, s2, scratch.buf[p][0]);
-        if (t == 0) {
-            mbar_arrive_expect_tx(&got[p], sizeof(float2));
-            dsmem_store_async_f32x2(to_slot + p * (uint32_t)sizeof(float2), make_float2(s1, s2),
-                                    to_got + p * (uint32_t)sizeof(uint64_t));
-        }
-        mbar_wait(&got[p], (uint32_t)(i >> 1) & 1u);
-        const float2 q = peer_sums[p];
-        c.m1 = LN ? (s1 + q.x) / (float)a.n : 0.0f;
-        c.m2 = (s2 + q.y) / (float)a.n;
-        NoColumns<TPR, VPT, LN> none(nullptr, 0, 0); /* dx only: the sums are in */
-        row_dx<TPR, VPT, LN>(h, g, cur.x, cur.dy, t, nv, row, c, none);
-        cur = nxt;
-    }
-
-    /* The cluster's partial row: with one pair, each CTA its own columns;
-     * with P pairs, the P CTAs of a side each add a P-th of the side's
-     * columns over the pairs, in pair order */
-    const int P = (int)(cluster_size() / 2);
-    if (P == 1) {
-        cols.store(a, t, first, col0, 0, nv, part_g, part_b, [&](int slot) { return cols.planes[slot]; });
-    } else {
-        cluster_sync(); /* every pair's sums are in */
-        const int span = (nv + P - 1) / P, v0 = (int)(rank >> 1) * span, v1 = v0 + span < nv ? v0 + span : nv;
-        cols.store(a, t, blockIdx.x / (2 * P), col0, v0, v1, part_g, part_b,
-                   [&](int slot) { return cols.ranks_sum(slot, side, P, 2); });
-    }
-    cluster_sync(); /* no CTA leaves while a peer may still read its shared memory or receive its sums */
 }
 
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
@@ -1147,45 +1000,6 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
 }
 
-/* How many clusters of `cluster` CTAs of `kernel` fit at once (0: none, or
- * that size is not taken). */
-template <class Kernel> int clusters_fit(Kernel kernel, int cta, size_t smem, int cluster)
-{
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_launch(cluster, cta, smem, NULL, cluster, &attr);
-    int fit = 0;
-    if (cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError(); /* not a launch error */
-        return 0;
-    }
-    return fit;
-}
-
-/* Half rows on clusters (norm_bwd_pair): as many pairs of CTAs as fit at
- * once, at most one per row; two pairs to a cluster where clusters of 4
- * hold them all (nf_ctx_max_cluster >= 4; the pair count rounded down to
- * even), else one; where no 2-CTA cluster fits, the whole-row kernel of
- * twice the threads. */
-template <int TPR, int VPT, bool LN>
-nf_status launch_pair(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
-{
-    using Cols = SmemColumns<TPR, VPT, LN>;
-    constexpr int CTA = nf_cta_threads<TPR>();
-    auto kernel = norm_bwd_pair<TPR, VPT, LN>;
-    const size_t smem = Cols::smem_bytes((a->n / NF_VEC + 1) / 2);
-    NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    const int fit = clusters_fit(kernel, CTA, smem, 2);
-    if (fit < 1) /* no cluster of it runs here: the whole-row kernel */
-        return launch_pipe_kind<SmemColumns, 2 * TPR, VPT, LN>(ctx, a, slot);
-    int64_t pairs = a->M < fit ? a->M : fit;
-    int cluster = 2;
-    if (nf_ctx_max_cluster(ctx) >= 4 && pairs >= 2 && pairs / 2 <= clusters_fit(kernel, CTA, smem, 4)) {
-        pairs = pairs / 2 * 2;
-        cluster = 4;
-    }
-    return launch_rows_and_reduce(ctx, a, slot, kernel, 2 * pairs, CTA, smem, cluster);
-}
-
 /*
  * Kernel and (threads per row TPR, vectors per thread VPT) by row length for
  * the vectorised path, per kind, chosen by measurement on the H200 (bench
@@ -1218,9 +1032,7 @@ nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         if (nv <= 256)  return launch_vec_kind<RegColumns, 64, 4, LN>(ctx, a, slot);   /* n <= 2048  */
         if (nv <= 512)  return launch_pipe_kind<SmemColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096 */
         if (nv <= 1024) return launch_pipe_kind<SmemColumns, 256, 4, LN>(ctx, a, slot); /* n <= 8192 */
-        if (nv <= 2048) /* n <= 16384 */
-            return nf_ctx_max_cluster(ctx) >= 2 ? launch_pair<256, 4, LN>(ctx, a, slot)
-                                                : launch_pipe_kind<SmemColumns, 512, 4, LN>(ctx, a, slot);
+        if (nv <= 2048) return launch_pipe_kind<SmemColumns, 512, 4, LN>(ctx, a, slot); /* n <= 16384 */
     } else {
         if (nv <= 128)  return launch_pipe_kind<RegColumns, 64, 2, LN>(ctx, a, slot);  /* n <= 1024  */
         if (nv <= 256)  return launch_pipe_kind<RegColumns, 128, 2, LN>(ctx, a, slot); /* n <= 2048  */

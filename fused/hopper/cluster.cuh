@@ -83,17 +83,6 @@ __device__ __forceinline__ float4 dsmem_load_f32x4(uint32_t remote)
     return v;
 }
 
-/* Store v at shared::cluster address `remote` (in a peer CTA) and count its
- * 8 bytes as transaction bytes on the mbarrier at `remote_bar` in that same
- * CTA: the store is visible to the peer once it has waited for the barrier's
- * phase, with no fence on either side (st.async).  The peer announces the
- * bytes (mbarrier.arrive.expect_tx) before or after they land. */
-__device__ __forceinline__ void dsmem_store_async_f32x2(uint32_t remote, float2 v, uint32_t remote_bar)
-{
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];"
-                 ::"r"(remote), "f"(v.x), "f"(v.y), "r"(remote_bar) : "memory");
-}
-
 /* Arrive on the mbarrier at shared::cluster address `remote` (any CTA of the
  * cluster, this one included), releasing this thread's prior accesses at CTA
  * scope.  Enough for handing a ring stage back: what a peer writes into this

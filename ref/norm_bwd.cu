@@ -599,13 +599,13 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
     extern __shared__ float4 cols_smem[]; /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int nv = (int)(a.n / NF_VEC);
-    RowTile<VPT> cur; /* the first row's loads in flight while g and the columns are set up */
-    load_row<TPR, VPT>(a, (int64_t)blockIdx.x * ROWS + group, t, nv, cur);
-    load_stats<LN>(a, (int64_t)blockIdx.x * ROWS + group, cur);
     Cols cols(cols_smem, nv, t);
     const RowG<TPR, VPT, LN> g(a, t, nv);
 
     nf_pdl_launch_dependents(); /* norm_bwd_sum_parts may be scheduled */
+    RowTile<VPT> cur;
+    load_row<TPR, VPT>(a, (int64_t)blockIdx.x * ROWS + group, t, nv, cur);
+    load_stats<LN>(a, (int64_t)blockIdx.x * ROWS + group, cur);
     int parity = 0;
     for (int64_t rg = blockIdx.x; rg * ROWS < a.M; rg += gridDim.x, parity ^= 1) {
         const int64_t row = rg * ROWS + group, next = (rg + gridDim.x) * ROWS + group;

@@ -131,6 +131,21 @@ Test(judge_domain, rows_in_range_are_judged_as_usual)
     }
 }
 
+/* Case c, which e is not judged on, comes back unsupported, visibly (a
+ * message naming the distribution and holding `why`), before any device work:
+ * with no context and no device the check must come first. */
+static void expect_unjudged_first(const nf_entry *e, const nf_case *c, const char *why)
+{
+    nf_case_data d;
+    nf_case_result r = {0};
+    cr_assert_eq(nf_case_prepare(c, 0, &d, &r), 0, "prepare: %s", r.message);
+    cr_assert_eq(nf_case_execute(NULL, e, &d, &r), NF_ERR_UNSUPPORTED_SHAPE);
+    cr_assert_eq(r.verdict, NF_V_UNSUPPORTED);
+    cr_assert(strstr(r.message, "not judged") && strstr(r.message, nf_dist_name(c->dist)) && strstr(r.message, why),
+              "message: %s", r.message);
+    nf_case_free(&d);
+}
+
 Test(judge_domain, unjudged_distributions_come_back_unsupported_before_device_work)
 {
     const nf_entry *vendor = nf_registry_find("norm_fwd/vendor"), *ref = nf_registry_find("norm_fwd/ref");
@@ -139,12 +154,24 @@ Test(judge_domain, unjudged_distributions_come_back_unsupported_before_device_wo
     cr_assert_eq(ref->unjudged_dists, 0u, "the reference norm must be judged on every distribution");
     const nf_case c = {.op = NF_OP_NORM_FWD, .kind = NF_NORM_LAYER, .M = 4, .N = 64, .has_g = 1,
                        .has_b = 1, .dist = NF_IN_SUBNORMAL, .seed = test_seed()};
-    nf_case_data d;
-    nf_case_result r = {0};
-    cr_assert_eq(nf_case_prepare(&c, 0, &d, &r), 0, "prepare: %s", r.message);
-    /* no context and no device: the check must come first */
-    cr_assert_eq(nf_case_execute(NULL, vendor, &d, &r), NF_ERR_UNSUPPORTED_SHAPE);
-    cr_assert_eq(r.verdict, NF_V_UNSUPPORTED);
-    cr_assert(strstr(r.message, "subnormal") && strstr(r.message, "not judged"), "message: %s", r.message);
-    nf_case_free(&d);
+    expect_unjudged_first(vendor, &c, "subnormal");
+}
+
+Test(judge_domain, short_row_exemptions_end_at_their_length)
+{
+    const nf_entry *vendor = nf_registry_find("norm_bwd/vendor"), *ref = nf_registry_find("norm_bwd/ref");
+    cr_assert(vendor && ref);
+    nf_case c = {.op = NF_OP_NORM_BWD, .kind = NF_NORM_RMS, .M = 3, .N = vendor->unjudged_short_n - 1,
+                 .has_g = 1, .dist = NF_IN_NEAR_OVERFLOW, .seed = test_seed()};
+    cr_assert_gt(vendor->unjudged_short_n, 1, "norm_bwd/vendor declares no short-row exemption");
+    cr_assert_not_null(nf_entry_unjudged(vendor, &c), "n = %lld not exempt", (long long)c.N);
+    cr_assert_null(nf_entry_unjudged(ref, &c), "the reference backward must be judged everywhere");
+    c.N = vendor->unjudged_short_n;
+    cr_assert_null(nf_entry_unjudged(vendor, &c), "n = %lld exempt: the exemption runs past its length",
+                   (long long)c.N);
+    c.N = 2, c.dist = NF_IN_NORMAL;
+    cr_assert_null(nf_entry_unjudged(vendor, &c), "short rows of another distribution exempt");
+
+    c.N = 8, c.dist = NF_IN_NEAR_OVERFLOW;
+    expect_unjudged_first(vendor, &c, "32 columns");
 }

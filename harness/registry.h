@@ -60,7 +60,16 @@ typedef struct nf_entry {
      * cases come back NF_V_UNSUPPORTED with unjudged_why: visible, counted. */
     unsigned unjudged_dists;
     const char *unjudged_why;
+    /* The same for distributions the vendor gets wrong on short rows only:
+     * cases of fewer than unjudged_short_n columns (the norm ops' N). */
+    unsigned unjudged_short_dists;
+    int64_t unjudged_short_n;
+    const char *unjudged_short_why;
 } nf_entry;
+
+/* Why entry e is not judged on case c (unjudged_dists, or short rows of
+ * unjudged_short_dists), or NULL where it is. */
+const char *nf_entry_unjudged(const nf_entry *e, const nf_case *c);
 
 int nf_registry_count(void);
 const nf_entry *nf_registry_get(int i);

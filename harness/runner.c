@@ -212,10 +212,11 @@ nf_status nf_case_execute(nf_context *ctx, const nf_entry *e, nf_case_data *d, n
     r->status = NF_OK;
     r->message[0] = '\0';
     r->entry = e;
-    if (e->unjudged_dists & (1u << d->c.dist)) {
+    const char *unjudged = nf_entry_unjudged(e, &d->c);
+    if (unjudged) {
         r->verdict = NF_V_UNSUPPORTED;
         r->status = NF_ERR_UNSUPPORTED_SHAPE;
-        set_msg(r, "%s is not judged on %s inputs: %s", e->name, nf_dist_name(d->c.dist), e->unjudged_why);
+        set_msg(r, "%s is not judged on %s inputs: %s", e->name, nf_dist_name(d->c.dist), unjudged);
         return r->status;
     }
     for (int i = 0; i < d->nt; ++i) {

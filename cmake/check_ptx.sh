@@ -10,7 +10,7 @@
 # H200 (fused/NOTES.md v5).  Prints each offending line with its file and
 # line number; exit 1 if there is any, 2 on a missing file.
 set -u
-[ $# -eq 1 ] && [ -r "$1" ] || { echo "check_ptx: usage: check_ptx.sh LIST (a readable file)" >&2; exit 2; }
+if [ $# -ne 1 ] || ! [ -r "$1" ]; then echo "check_ptx: usage: check_ptx.sh LIST (a readable file)" >&2; exit 2; fi
 bad=0
 files=0
 while IFS= read -r ptx; do

@@ -26,7 +26,7 @@ fetch)
   cd "$deps/debs"
   rm -f ./*.deb
   apt-get download "${packages[@]}"
-  echo "fetched $(ls ./*.deb | wc -l) packages into $deps/debs ($(du -sh . | cut -f1))"
+  echo "fetched $(find . -maxdepth 1 -name '*.deb' | wc -l) packages into $deps/debs ($(du -sh . | cut -f1))"
   ;;
 unpack)
   ls "$deps"/debs/*.deb >/dev/null 2>&1 || { echo "no .deb files in $deps/debs: run '$0 fetch' on a networked Debian 12 machine first" >&2; exit 1; }

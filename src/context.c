@@ -22,6 +22,12 @@ struct nf_context {
     cudnnHandle_t dnn;
     void *ws[NF_WORKSPACE_SLOTS];
     size_t ws_bytes[NF_WORKSPACE_SLOTS];
+    struct {
+        const void *kernel;
+        int cta, cluster, value;
+        size_t smem;
+    } occ[NF_OCCUPANCY_KEPT]; /* nf_ctx_occupancy_keep's answers, occ_n of them */
+    int occ_n;
 };
 
 nf_status nf_context_create(nf_context **ctx, int device)
@@ -102,6 +108,29 @@ nf_stream nf_ctx_stream(const nf_context *ctx) { return (nf_stream)ctx->stream; 
 int nf_ctx_arch(const nf_context *ctx) { return ctx->arch; }
 int nf_ctx_sm_count(const nf_context *ctx) { return ctx->sm_count; }
 int nf_ctx_max_cluster(const nf_context *ctx) { return ctx->max_cluster; }
+
+int nf_ctx_occupancy_find(const nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster,
+                          int *value)
+{
+    const int kept = ctx->occ_n < NF_OCCUPANCY_KEPT ? ctx->occ_n : NF_OCCUPANCY_KEPT;
+    for (int i = 0; i < kept; ++i)
+        if (ctx->occ[i].kernel == kernel && ctx->occ[i].cta == cta && ctx->occ[i].smem == smem &&
+            ctx->occ[i].cluster == cluster) {
+            *value = ctx->occ[i].value;
+            return 1;
+        }
+    return 0;
+}
+
+void nf_ctx_occupancy_keep(nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster, int value)
+{
+    const int i = ctx->occ_n++ % NF_OCCUPANCY_KEPT;
+    ctx->occ[i].kernel = kernel;
+    ctx->occ[i].cta = cta;
+    ctx->occ[i].smem = smem;
+    ctx->occ[i].cluster = cluster;
+    ctx->occ[i].value = value;
+}
 
 nf_status nf_ctx_set_max_cluster(nf_context *ctx, int max_cluster)
 {

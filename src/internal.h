@@ -68,6 +68,16 @@ int nf_ctx_sm_count(const nf_context *ctx);
 #define NF_MAX_CLUSTER 8
 int nf_ctx_max_cluster(const nf_context *ctx);
 nf_status nf_ctx_set_max_cluster(nf_context *ctx, int max_cluster);
+/* Occupancy answers kept per context, so a launcher asks the runtime once per
+ * question instead of once per launch: the question is a kernel, its threads
+ * per CTA, its dynamic shared memory and a cluster size (0: resident CTAs
+ * per SM), and its answer does not change while the context (one device)
+ * lives.  find: 1 and *value where the question was kept, else 0.  keep
+ * overwrites the oldest of NF_OCCUPANCY_KEPT answers when full. */
+#define NF_OCCUPANCY_KEPT 64
+int nf_ctx_occupancy_find(const nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster,
+                          int *value);
+void nf_ctx_occupancy_keep(nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster, int value);
 /* Lazily created library handles (NULL plus a recorded error on failure). */
 nf_status nf_ctx_cublaslt(nf_context *ctx, struct cublasLtContext **handle);
 nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle);

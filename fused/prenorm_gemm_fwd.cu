@@ -446,9 +446,14 @@ nf_status launch_config(nf_context *ctx, int64_t M, int64_t N, cudaLaunchConfig_
         attr[0].val.clusterDim.z = 1;
         cfg->attrs = attr;
         cfg->numAttrs = 1;
+        /* Asked once per context: the answer is the device's, not the shape's. */
+        const void *key = reinterpret_cast<const void *>(prenorm_gemm_fwd_kernel<C>);
         int clusters = 0;
-        cfg->gridDim = dim3(slots / C::CLUSTER * C::CLUSTER);
-        NF_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, prenorm_gemm_fwd_kernel<C>, cfg));
+        if (!nf_ctx_occupancy_find(ctx, key, C::THREADS, smem, C::CLUSTER, &clusters)) {
+            cfg->gridDim = dim3(slots / C::CLUSTER * C::CLUSTER);
+            NF_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, prenorm_gemm_fwd_kernel<C>, cfg));
+            nf_ctx_occupancy_keep(ctx, key, C::THREADS, smem, C::CLUSTER, clusters);
+        }
         if (clusters > 0)
             slots = clusters * C::CLUSTER;
     }

@@ -68,7 +68,7 @@
  * in turn): the variant the launcher picks takes 0.96-1.04x the time of
  * cuBLASLt's GEMM alone over SPEC.md's seed grid, of which the sum of
  * squares is ~1.6 % (skipped, timing only: fused/NOTES.md, "What cuBLASLt
- * runs"); fused/NOTES.md v1-v16 have the history, every other epilogue and
+ * runs"); fused/NOTES.md v1-v17 have the history, every other epilogue and
  * tile layout tried included.
  */
 #include <cuda.h>

@@ -97,19 +97,28 @@ int nf_cmd_check(int argc, char **argv)
     for (int ch, li = 0; (ch = getopt_long(argc, argv, "", opts, &li)) != -1;) {
         const char *opt = nf_long_opt(opts, li, ch);
         double eps;
+        int k;
         switch (ch) {
-        case 'o': if (nf_op_parse(optarg, &c.op)) goto usage; break;
+        case 'o':
+            if (nf_arg_choice("check", opt, optarg, nf_op_names, NF_OP_COUNT, &k)) goto bad;
+            c.op = (nf_op)k;
+            break;
         case 'i': impl = optarg; break;
         case 'S': shape = optarg; break;
         case 'k': {
             static const char *const kinds[] = {"rms", "ln"};
-            int k;
-            if (nf_arg_choice("check", opt, optarg, kinds, 2, &k)) return 2;
+            if (nf_arg_choice("check", opt, optarg, kinds, 2, &k)) goto bad;
             c.kind = k ? NF_NORM_LAYER : NF_NORM_RMS;
             break;
         }
-        case 'D': if (nf_dist_parse(optarg, &c.dist)) goto usage; break;
-        case 'a': if (nf_activation_parse(optarg, &c.act)) goto usage; break;
+        case 'D':
+            if (nf_arg_choice("check", opt, optarg, nf_dist_names, NF_IN_COUNT, &k)) goto bad;
+            c.dist = (nf_input_dist)k;
+            break;
+        case 'a':
+            if (nf_arg_choice("check", opt, optarg, nf_act_names, NF_ACT_COUNT, &k)) goto bad;
+            c.act = (nf_activation)k;
+            break;
         case 's': if (nf_arg_u64("check", opt, optarg, &c.seed)) return 2; break;
         case 'p': if (nf_arg_int("check", opt, optarg, 0, 1 << 20, &c.ld_pad)) return 2; break;
         case 'd': if (nf_arg_int("check", opt, optarg, 0, 1023, &device)) return 2; break;
@@ -124,20 +133,25 @@ int nf_cmd_check(int argc, char **argv)
         case 'O': {
             static const char *const names[] = {"auto", "mpfr", "fast"};
             static const nf_oracle_kind oracles[] = {NF_ORACLE_AUTO, NF_ORACLE_MPFR, NF_ORACLE_FAST};
-            int k;
-            if (nf_arg_choice("check", opt, optarg, names, 3, &k)) return 2;
+            if (nf_arg_choice("check", opt, optarg, names, 3, &k)) goto bad;
             ro.oracle = oracles[k];
             break;
         }
         case 'n': {
             char *eq = strchr(optarg, '=');
-            if (!eq || nin == MAX_INPUTS)
-                goto usage;
+            if (!eq || eq == optarg) {
+                fprintf(stderr, "normfuse check: %s: '%s' is not NAME=file.npy\n", opt, optarg);
+                goto bad;
+            }
+            if (nin == MAX_INPUTS) {
+                fprintf(stderr, "normfuse check: %s: more than %d inputs\n", opt, MAX_INPUTS);
+                goto bad;
+            }
             *eq = '\0';
             in[nin].name = optarg;
             if (nf_npy_load(eq + 1, &in[nin].a, err, sizeof err)) {
                 fprintf(stderr, "normfuse check: %s: %s\n", eq + 1, err);
-                return 2;
+                goto bad;
             }
             ++nin;
             break;
@@ -145,8 +159,10 @@ int nf_cmd_check(int argc, char **argv)
         default: goto usage;
         }
     }
-    if (c.op == NF_OP_COUNT)
+    if (c.op == NF_OP_COUNT) {
+        fprintf(stderr, "normfuse check: no --op given\n");
         goto usage;
+    }
     for (int i = 0; i < nin; ++i) {
         int64_t r, k;
         nf_npy_as_matrix(&in[i].a, &r, &k);
@@ -216,6 +232,7 @@ usage:
                     "         [--seed S] [--eps E] [--pad P] [--g 0|1] [--b 0|1] [--bias 0|1] [--residual 0|1]\n"
                     "         [--act softmax|gelu|gelu_tanh|silu] [--causal 0|1] [--separate-kv 0|1]\n"
                     "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D] [--repeat R]\n");
+bad:
     for (int i = 0; i < nin; ++i)
         nf_npy_free(&in[i].a);
     return 2;

@@ -63,13 +63,17 @@ int nf_cmd_fuzz(int argc, char **argv)
         case 'm': if (nf_arg_i64("fuzz", opt, optarg, 1, INT64_MAX, &o.cfg.max_elems)) return 2; break;
         case 't': if (nf_arg_f64("fuzz", opt, optarg, 0.0, 1e9, &o.seconds)) return 2; break;
         case 'd': if (nf_arg_int("fuzz", opt, optarg, 0, 1023, &device)) return 2; break;
-        case 'o':
-            if (o.cfg.nops >= NF_OP_COUNT || nf_op_parse(optarg, &o.cfg.ops[o.cfg.nops]) != 0) {
-                fprintf(stderr, "normfuse fuzz: unknown op '%s'\n", optarg);
+        case 'o': {
+            int k;
+            if (nf_arg_choice("fuzz", opt, optarg, nf_op_names, NF_OP_COUNT, &k))
+                return 2;
+            if (o.cfg.nops >= NF_OP_COUNT) {
+                fprintf(stderr, "normfuse fuzz: %s: given more than %d times\n", opt, NF_OP_COUNT);
                 return 2;
             }
-            ++o.cfg.nops;
+            o.cfg.ops[o.cfg.nops++] = (nf_op)k;
             break;
+        }
         case 'i': o.impl = optarg; break;
         case 'S': o.shape = optarg; break;
         case 'h':

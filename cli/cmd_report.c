@@ -87,12 +87,12 @@ int nf_cmd_report(int argc, char **argv)
         return 2;
     int nseeds = 2, only = -1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
-        nf_op op;
+        int k;
         switch (ch) {
         case 'o': out = optarg; break;
         case 's': if (nf_arg_u64("report", "--seed", optarg, &seed)) return 2; break;
         case 'n': if (nf_arg_int("report", "--nseeds", optarg, 2, 1000000, &nseeds)) return 2; break; /* never one seed */
-        case 'p': if (nf_op_parse(optarg, &op)) return 2; only = op; break;
+        case 'p': if (nf_arg_choice("report", "--op", optarg, nf_op_names, NF_OP_COUNT, &k)) return 2; only = k; break;
         default:
             fprintf(ch == 'h' ? stdout : stderr, "usage: normfuse report [--out DIR] [--seed S] [--nseeds N] [--op OP]\n");
             return ch == 'h' ? 0 : 2;

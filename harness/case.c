@@ -8,53 +8,18 @@
 
 #include "case.h"
 
-static const char *const op_names[NF_OP_COUNT] = {
+const char *const nf_op_names[NF_OP_COUNT] = {
     "norm_fwd", "norm_bwd", "prenorm_fwd", "prenorm_bwd",
     "postnorm_fwd", "postnorm_bwd", "attention_fwd", "attention_bwd",
 };
-static const char *const dist_names[NF_IN_COUNT] = {
+const char *const nf_dist_names[NF_IN_COUNT] = {
     "normal", "uniform", "mean_shifted", "outlier_channels", "near_overflow",
     "subnormal", "small", "pow2_rows", "specials", "near_bf16_max",
 };
-static const char *const act_names[NF_ACT_COUNT] = {"softmax", "gelu", "gelu_tanh", "silu"};
+const char *const nf_act_names[NF_ACT_COUNT] = {"softmax", "gelu", "gelu_tanh", "silu"};
 
-const char *nf_op_name(nf_op op) { return (unsigned)op < NF_OP_COUNT ? op_names[op] : "?"; }
-const char *nf_dist_name(nf_input_dist d) { return (unsigned)d < NF_IN_COUNT ? dist_names[d] : "?"; }
-
-static int lookup(const char *s, const char *const *names, int count)
-{
-    for (int i = 0; i < count; ++i)
-        if (s && strcmp(s, names[i]) == 0)
-            return i;
-    return -1;
-}
-
-int nf_op_parse(const char *s, nf_op *op)
-{
-    const int i = lookup(s, op_names, NF_OP_COUNT);
-    if (i < 0)
-        return -1;
-    *op = (nf_op)i;
-    return 0;
-}
-
-int nf_dist_parse(const char *s, nf_input_dist *d)
-{
-    const int i = lookup(s, dist_names, NF_IN_COUNT);
-    if (i < 0)
-        return -1;
-    *d = (nf_input_dist)i;
-    return 0;
-}
-
-int nf_activation_parse(const char *s, nf_activation *a)
-{
-    const int i = lookup(s, act_names, NF_ACT_COUNT);
-    if (i < 0)
-        return -1;
-    *a = (nf_activation)i;
-    return 0;
-}
+const char *nf_op_name(nf_op op) { return (unsigned)op < NF_OP_COUNT ? nf_op_names[op] : "?"; }
+const char *nf_dist_name(nf_input_dist d) { return (unsigned)d < NF_IN_COUNT ? nf_dist_names[d] : "?"; }
 
 int nf_op_is_backward(nf_op op) { return op % 2 == 1; }
 
@@ -148,7 +113,7 @@ void nf_case_describe(const nf_case *c, char *buf, size_t len)
     const char *kind = c->kind == NF_NORM_RMS ? "rms" : "ln";
     if (is_attention(c->op))
         snprintf(buf, len, "act=%s causal=%d separate_kv=%d g=%d b=%d R=%d dist=%s pad=%d eps=%g",
-                 (unsigned)c->act < NF_ACT_COUNT ? act_names[c->act] : "?", c->causal,
+                 (unsigned)c->act < NF_ACT_COUNT ? nf_act_names[c->act] : "?", c->causal,
                  c->separate_kv, c->has_g, c->has_b, c->has_residual, nf_dist_name(c->dist),
                  c->ld_pad, (double)nf_case_eps(c));
     else if (c->op == NF_OP_PRENORM_FWD || c->op == NF_OP_PRENORM_BWD)

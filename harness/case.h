@@ -70,12 +70,15 @@ typedef struct nf_case {
     uint64_t seed;           /* the inputs' seed                                */
 } nf_case;
 
-const char *nf_op_name(nf_op op);               /* "prenorm_fwd"               */
-int nf_op_parse(const char *s, nf_op *op);      /* 0 on success                */
+/* The names of the ops, input distributions and activations, in enum order:
+ * what cases print and what the command line accepts (cli/args.c,
+ * nf_arg_choice, which lists them when a name is not one of them). */
+extern const char *const nf_op_names[NF_OP_COUNT];
+extern const char *const nf_dist_names[NF_IN_COUNT];
+extern const char *const nf_act_names[NF_ACT_COUNT];
+const char *nf_op_name(nf_op op);               /* "prenorm_fwd", "?" if none  */
 int nf_op_is_backward(nf_op op);
 const char *nf_dist_name(nf_input_dist d);
-int nf_dist_parse(const char *s, nf_input_dist *d);
-int nf_activation_parse(const char *s, nf_activation *a);
 
 /* The case's eps: c->eps, or the default of the norm the op normalises with. */
 float nf_case_eps(const nf_case *c);

@@ -224,11 +224,16 @@ static int listed(const char *list, const char *name)
     return 0;
 }
 
-/* Every word of list names one of known[] (count); else say which one is not. */
+/* list has a word and every word names one of known[] (count); else say what is wrong. */
 static int check_list(const char *opt, const char *list, const char *const *known, size_t count)
 {
     const char *w;
     size_t len;
+    const char *first = list;
+    if (!next_word(&first, &w, &len)) {
+        fprintf(stderr, "normfuse bench: %s: '%s' names nothing\n", opt, list);
+        return 0;
+    }
     for (const char *p = list; next_word(&p, &w, &len);) {
         int ok = 0;
         for (size_t i = 0; i < count && !ok; ++i)
@@ -841,7 +846,7 @@ int nf_cmd_bench(int argc, char **argv)
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *grids = "all", *json_path = NULL, *md_path = NULL;
-    FILE *json = NULL;
+    FILE *json = NULL, *md = NULL;
     int quick = 0, device = 0, c;
     bench b = {.reps = 30, .warmup = 3, .flush_read = 1};
     uint64_t seed = 20261129;
@@ -882,7 +887,9 @@ int nf_cmd_bench(int argc, char **argv)
                                             "postnorm_fwd", "postnorm_bwd", "attention_fwd",
                                             "attention_bwd"};
     static const char *const known_impls[] = {"ref", "vendor", "fused", "cublaslt"};
-    if ((b.ops && !check_list("--op", b.ops, known_ops, sizeof known_ops / sizeof *known_ops)) ||
+    static const char *const known_grids[] = {"norm", "prenorm", "postnorm", "attention", "all"};
+    if (!check_list("--grid", grids, known_grids, sizeof known_grids / sizeof *known_grids) ||
+        (b.ops && !check_list("--op", b.ops, known_ops, sizeof known_ops / sizeof *known_ops)) ||
         (b.impls && !check_list("--impl", b.impls, known_impls, sizeof known_impls / sizeof *known_impls)))
         return 2;
     int rc = 1;
@@ -913,37 +920,37 @@ int nf_cmd_bench(int argc, char **argv)
            prop.name, prop.major, prop.minor, prop.multiProcessorCount, date, (unsigned long long)seed, b.reps,
            flush_name(&b));
     measure_ceilings(&b);
-    if (json_path && !(json = fopen(json_path, "w"))) { /* opened now: fail before the long run */
+    /* both opened now: a path that cannot be written fails before the long run */
+    if (json_path && !(json = fopen(json_path, "w"))) {
         perror(json_path);
+        goto fail;
+    }
+    if (md_path && !(md = fopen(md_path, "w"))) {
+        perror(md_path);
         goto fail;
     }
     char cmd[1024] = "normfuse";
     for (int i = 0, o = 8; i < argc && o < (int)sizeof cmd - 2; ++i)
         o += snprintf(cmd + o, sizeof cmd - (size_t)o, " %s", argv[i]);
-    const int all = strstr(grids, "all") != NULL;
-    if (all || strstr(grids, "norm") == grids || strstr(grids, ",norm"))
+    const int all = listed(grids, "all");
+    if (all || listed(grids, "norm"))
         grid_norm(&b, quick);
-    if (all || strstr(grids, "prenorm"))
+    if (all || listed(grids, "prenorm"))
         grid_prenorm(&b, quick);
-    if (all || strstr(grids, "postnorm"))
+    if (all || listed(grids, "postnorm"))
         grid_postnorm(&b, quick);
-    if (all || strstr(grids, "attention"))
+    if (all || listed(grids, "attention"))
         grid_attention(&b, quick);
     if (json)
         write_json(json, &b, prop.name, date, cmd, seed);
-    if (md_path) {
-        FILE *md = fopen(md_path, "w");
-        if (!md) {
-            perror(md_path);
-            goto fail;
-        }
+    if (md)
         write_markdown(md, &b, prop.name, date, cmd);
-        fclose(md);
-    }
     rc = 0;
 fail:
     if (json)
         fclose(json);
+    if (md)
+        fclose(md);
     cudaFree(b.flush);
     cudaFree(b.sink);
     cudaFree(b.pool);

@@ -95,6 +95,10 @@ int nf_cmd_fuzz(int argc, char **argv)
             fprintf(stderr, "  %s\n", nf_registry_get(i)->name);
         return 2;
     }
+    nf_case scratch; /* --shape's words read now, so a typo fails before any device work */
+    memset(&scratch, 0, sizeof scratch);
+    if (o.shape && nf_case_apply_shape(&scratch, o.shape) != 0)
+        return 2;
     if (o.max_cases == 0 && o.seconds == 0 && o.only_case < 0)
         o.max_cases = DEFAULT_CASES;
     int rank = 0, size = 1;

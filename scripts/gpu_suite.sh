@@ -9,9 +9,14 @@
 # The environment (offline dependencies, PATH) and the log header come from
 # scripts/gpu_env.sh; NF_COMMIT names the tree when its git metadata cannot.
 set -euo pipefail
+steps="${1:-build,tests,bench,gate}"
+known="build tests sass bench quickbench torch gate fuzz report profile"
+IFS=',' read -r -a asked <<< "$steps"
+for s in "${asked[@]}"; do # a typo would otherwise run nothing and exit 0
+  [[ " $known " == *" $s "* ]] || { echo "gpu_suite: unknown step '$s' (steps: ${known// /, })" >&2; exit 2; }
+done
 # shellcheck source=scripts/gpu_env.sh
 . "$(dirname "$0")/gpu_env.sh"
-steps="${1:-build,tests,bench,gate}"
 out="$(mkdir -p "${2:-$root/reports/gpu-run}" && cd "${2:-$root/reports/gpu-run}" && pwd)"
 has() { [[ ",$steps," == *",$1,"* ]]; }
 

@@ -99,6 +99,14 @@ int nf_arg_seed(const char *cmd, uint64_t fallback, uint64_t *out)
     return nf_arg_u64(cmd, "NF_SEED", env, out);
 }
 
+int nf_arg_none_left(const char *cmd, int argc, char **argv)
+{
+    if (optind >= argc)
+        return 0;
+    fprintf(stderr, "normfuse %s: unexpected argument '%s'\n", cmd, argv[optind]);
+    return -1;
+}
+
 const char *nf_long_opt(const struct option *opts, int li, int ch)
 {
     static char buf[64];

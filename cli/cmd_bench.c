@@ -882,6 +882,8 @@ int nf_cmd_bench(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
+    if (nf_arg_none_left("bench", argc, argv))
+        return 2;
     static const char *const known_ops[] = {"rmsnorm_fwd", "rmsnorm_bwd", "layernorm_fwd",
                                             "layernorm_bwd", "gemm", "prenorm_fwd", "prenorm_bwd",
                                             "postnorm_fwd", "postnorm_bwd", "attention_fwd",

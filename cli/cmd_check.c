@@ -159,6 +159,8 @@ int nf_cmd_check(int argc, char **argv)
         default: goto usage;
         }
     }
+    if (nf_arg_none_left("check", argc, argv))
+        goto bad;
     if (c.op == NF_OP_COUNT) {
         fprintf(stderr, "normfuse check: no --op given\n");
         goto usage;

@@ -40,7 +40,7 @@ int nf_cmd_fuzz(int argc, char **argv)
         {"max-elems", required_argument, 0, 'm'}, {"shard", required_argument, 0, 'h'},
         {"log", required_argument, 0, 'l'},    {"resume", no_argument, 0, 'r'},
         {"no-shrink", no_argument, 0, 'x'},    {"device", required_argument, 0, 'd'},
-        {"help", no_argument, 0, '?'},         {0, 0, 0, 0},
+        {"help", no_argument, 0, 'H'},         {0, 0, 0, 0},
     };
     uint64_t seed;
     if (nf_arg_seed("fuzz", DEFAULT_SEED, &seed))
@@ -86,9 +86,12 @@ int nf_cmd_fuzz(int argc, char **argv)
         case 'l': o.log_path = optarg; break;
         case 'r': o.resume = 1; break;
         case 'x': o.shrink = 0; break;
-        default: usage(ch == '?' ? stdout : stderr); return 2;
+        case 'H': usage(stdout); return 0;
+        default: usage(stderr); return 2;
         }
     }
+    if (nf_arg_none_left("fuzz", argc, argv))
+        return 2;
     if (o.impl && !nf_registry_find(o.impl)) {
         fprintf(stderr, "normfuse fuzz: no registry entry '%s'; entries:\n", o.impl);
         for (int i = 0; i < nf_registry_count(); ++i)

@@ -114,6 +114,8 @@ int nf_cmd_gate(int argc, char **argv)
             return ch == 'h' ? 0 : 2;
         }
     }
+    if (nf_arg_none_left("gate", argc, argv))
+        return 2;
     if (only && !nf_property_find(only)) {
         fprintf(stderr, "normfuse gate: unknown property '%s'\n", only);
         return 2;

@@ -98,6 +98,8 @@ int nf_cmd_report(int argc, char **argv)
             return ch == 'h' ? 0 : 2;
         }
     }
+    if (nf_arg_none_left("report", argc, argv))
+        return 2;
     nf_run_info ri;
     nf_run_info_fill(&ri, argc, argv);
     if (!ri.has_gpu) {

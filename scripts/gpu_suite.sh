@@ -92,9 +92,12 @@ if has profile; then
   head -30 "$out/profile.txt"
 fi
 if has torch; then
-  report_header "$out/torch.log" "python3 scripts/torch_baseline.py --json torch.json ${NF_TORCH_ARGS:-}"
+  # joined with this run's bench when there is one (the fused kernel's times by shape)
+  against=()
+  [ -f "$out/bench.json" ] && against=(--against bench.json)
+  report_header "$out/torch.log" "python3 scripts/torch_baseline.py --json torch.json ${against[*]} ${NF_TORCH_ARGS:-}"
   # shellcheck disable=SC2086
-  python3 "$root/scripts/torch_baseline.py" --json "$out/torch.json" ${NF_TORCH_ARGS:-} >> "$out/torch.log" 2>&1 ||
+  (cd "$out" && python3 "$root/scripts/torch_baseline.py" --json torch.json "${against[@]}" ${NF_TORCH_ARGS:-}) >> "$out/torch.log" 2>&1 ||
     echo "gpu_suite: torch baseline failed (see torch.log)"
   tail -5 "$out/torch.log"
 fi

@@ -9,7 +9,12 @@ on random bf16 inputs.  Writes JSON in `normfuse bench`'s case schema
 ({"op", "impl", "shape", "time_us", "bytes", "flops"}) so reports can join
 the two files by (op, shape).
 
-    python3 scripts/torch_baseline.py --json reports/h200/torch.json [--quick]
+    python3 scripts/torch_baseline.py --json reports/h200/torch.json [--quick] [--against bench.json]
+
+--against names a `normfuse bench` JSON of the same machine (ideally of the same
+run): each torch case then carries the fused kernel's time for its shape
+("fused_us") and torch's time over it ("fused_speedup"), and a table of the
+ratios is printed last.
 """
 import argparse
 import datetime
@@ -46,6 +51,18 @@ def time_us(fn, reps, flush, flush_read):
     return statistics.median(times)
 
 
+def fused_times(path):
+    """{(M, K, N): t_fused_us} of the pre-norm fused cases of a bench JSON, and the run's header."""
+    with open(path) as f:
+        run = json.load(f)
+    times = {}
+    for c in run["cases"]:
+        if c["op"] == "prenorm_fwd" and c["impl"] == "fused" and c.get("time_us") is not None:
+            s = c["shape"]
+            times[(s["M"], s["K"], s["N"])] = c["time_us"]
+    return times, {k: run.get(k) for k in ("gpu", "date", "command")}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True)
@@ -54,7 +71,9 @@ def main():
     p.add_argument("--seed", type=int, default=20261129)
     p.add_argument("--flush", choices=("read", "write"), default="read",
                    help="how L2 is flushed before each timed run (as normfuse bench --flush)")
+    p.add_argument("--against", help="a normfuse bench JSON: join its fused pre-norm times by shape")
     args = p.parse_args()
+    fused, against = fused_times(args.against) if args.against else ({}, None)
     torch.manual_seed(args.seed)
     dev = torch.device("cuda")
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
@@ -70,16 +89,41 @@ def main():
                 nbytes = 2.0 * (M * K + K * N + M * N)
                 for impl, fn in (("torch_eager", rmsnorm_linear), ("torch_compile", compiled)):
                     us = time_us(lambda: fn(a, g, w, 1e-6), args.reps, flush, args.flush == "read")
-                    cases.append({"op": "prenorm_fwd", "impl": impl,
-                                  "shape": {"M": M, "K": K, "N": N}, "time_us": round(us, 3),
-                                  "bytes": nbytes, "flops": flops})
+                    case = {"op": "prenorm_fwd", "impl": impl, "shape": {"M": M, "K": K, "N": N},
+                            "time_us": round(us, 3), "bytes": nbytes, "flops": flops}
+                    if (M, K, N) in fused:
+                        case["fused_us"] = fused[(M, K, N)]
+                        case["fused_speedup"] = round(us / fused[(M, K, N)], 3)
+                    cases.append(case)
                     print(f"prenorm_fwd {impl:14s} M={M} K={K} N={N} {us:10.1f} us", flush=True)
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "command": " ".join(["python3"] + sys.argv), "seed": args.seed, "reps": args.reps, "flush": args.flush,
            "cases": cases}
+    if against:
+        out["against"] = dict(against, path=args.against)
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
+    joined = [c for c in cases if "fused_us" in c]
+    if joined:
+        print(f"\ntorch time / fused time (fused from {args.against}, {against['date']}):")
+        rows = {}
+        for c in joined:
+            s = c["shape"]
+            rows.setdefault((s["M"], s["K"], s["N"]), {})[c["impl"]] = c
+        print(f"{'shape':24s} {'eager us':>9s} {'compile us':>10s} {'fused us':>9s} {'eager/fused':>11s} {'compile/fused':>13s}")
+        for (M, K, N), r in rows.items():
+            e, cmp_ = r.get("torch_eager"), r.get("torch_compile")
+            f_us = (e or cmp_)["fused_us"]
+            print(f"{f'M={M} K={K} N={N}':24s} {e['time_us'] if e else float('nan'):9.1f} "
+                  f"{cmp_['time_us'] if cmp_ else float('nan'):10.1f} {f_us:9.1f} "
+                  f"{e['fused_speedup'] if e else float('nan'):11.2f} {cmp_['fused_speedup'] if cmp_ else float('nan'):13.2f}")
+        for impl in ("torch_eager", "torch_compile"):
+            r = [c["fused_speedup"] for c in joined if c["impl"] == impl]
+            if r:
+                print(f"{impl}: {min(r):.2f}-{max(r):.2f}x the fused kernel's time over {len(r)} shapes")
+    elif args.against:
+        print(f"no fused pre-norm case of {args.against} matches a timed shape", file=sys.stderr)
 
 
 if __name__ == "__main__":

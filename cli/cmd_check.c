@@ -171,7 +171,17 @@ int nf_cmd_check(int argc, char **argv)
         infer(&c, in[i].name, r, k);
     }
     if (shape && nf_case_apply_shape(&c, shape))
-        return 2;
+        goto bad;
+    const nf_entry *named = impl ? nf_registry_find(impl) : NULL;
+    if (impl && (!named || named->op != c.op)) { /* before any device work: a typo is not a skip */
+        fprintf(stderr, "normfuse check: --impl: '%s' is not an entry of op %s; its entries:", impl,
+                nf_op_name(c.op));
+        for (int k = 0; k < nf_registry_count(); ++k)
+            if (nf_registry_get(k)->op == c.op)
+                fprintf(stderr, " %s", nf_registry_get(k)->name);
+        fprintf(stderr, "\n");
+        goto bad;
+    }
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         fprintf(stderr, "normfuse check: SKIPPED (no CUDA device): checking an op launches it\n");

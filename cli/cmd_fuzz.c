@@ -98,6 +98,17 @@ int nf_cmd_fuzz(int argc, char **argv)
             fprintf(stderr, "  %s\n", nf_registry_get(i)->name);
         return 2;
     }
+    if (o.impl && o.cfg.nops > 0) { /* else every case would skip the entry: 0 runs */
+        const nf_op op = nf_registry_find(o.impl)->op;
+        int named = 0;
+        for (int i = 0; i < o.cfg.nops; ++i)
+            named |= o.cfg.ops[i] == op;
+        if (!named) {
+            fprintf(stderr, "normfuse fuzz: --impl: '%s' is an entry of op %s, which no --op names\n", o.impl,
+                    nf_op_name(op));
+            return 2;
+        }
+    }
     nf_case scratch; /* --shape's words read now, so a typo fails before any device work */
     memset(&scratch, 0, sizeof scratch);
     if (o.shape && nf_case_apply_shape(&scratch, o.shape) != 0)

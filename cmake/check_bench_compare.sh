@@ -7,12 +7,9 @@
 # case that failed in one run.  Checks the plain table, --rounds and its
 # summary lines.
 set -eu
-if [ $# -ne 1 ] || ! [ -r "$1" ]; then echo "check_bench_compare: usage: check_bench_compare.sh SCRIPT" >&2; exit 2; fi
-script="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 # shellcheck source=cmake/check_lib.sh
-. "$(dirname "$0")/check_lib.sh" # $py, status, expect
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
+script_and_scratch check_bench_compare "$@"
 run() { # NAME NORM_US GEMM_US FAILED_US (null: failed)
   cat > "$dir/$1.json" <<JSON
 {"gpu": "test", "date": "2026-11-29", "command": "test", "copy_bw_tbs": 4.0, "mm_peak_tflops": 800.0,

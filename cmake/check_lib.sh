@@ -4,7 +4,9 @@
 # expect OUTPUT PATTERN WHAT, which sets status=1 and prints OUTPUT unless a
 # line of it matches the extended regex PATTERN, and refuses_non_profile
 # SCRIPT WHAT, which sets status=1 unless SCRIPT fails on a CSV that holds no
-# Nsight Compute profile.
+# Nsight Compute profile; script_and_scratch NAME "$@" takes the one argument,
+# a script's path, into $script made absolute (else NAME's usage line and exit
+# 2) and makes a scratch directory $dir, removed on exit.
 py="${PYTHON:-python3}"
 command -v "$py" > /dev/null || { echo "SKIP: no $py"; exit 77; }
 status=0
@@ -18,4 +20,12 @@ refuses_non_profile() {
   printf 'not,a,profile\n' > "$nonprofile"
   if "$py" "$1" "$nonprofile" > /dev/null 2>&1; then echo "FAIL: $2 was accepted"; status=1; fi
   rm -f "$nonprofile"
+}
+script_and_scratch() {
+  name="$1"
+  shift
+  if [ $# -ne 1 ] || ! [ -r "$1" ]; then echo "$name: usage: $name.sh SCRIPT" >&2; exit 2; fi
+  script="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+  dir="$(mktemp -d)"
+  trap 'rm -rf "$dir"' EXIT
 }

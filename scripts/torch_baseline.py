@@ -10,11 +10,13 @@ on random bf16 inputs.  Writes JSON in `normfuse bench`'s case schema
 the two files by (op, shape).
 
     python3 scripts/torch_baseline.py --json reports/h200/torch.json [--quick] [--against bench.json]
+    python3 scripts/torch_baseline.py --join torch.json --against bench.json
 
 --against names a `normfuse bench` JSON of the same machine (ideally of the same
 run): each torch case then carries the fused kernel's time for its shape
 ("fused_us") and torch's time over it ("fused_speedup"), and a table of the
-ratios is printed last.
+ratios is printed last.  --join does only that, for a torch JSON written
+earlier (printed, not rewritten; no GPU or PyTorch needed).
 """
 import argparse
 import datetime
@@ -22,7 +24,10 @@ import json
 import statistics
 import sys
 
-import torch
+try:
+    import torch
+except ImportError:  # --join needs no PyTorch; timing does, and says so
+    torch = None
 
 FLUSH_BYTES = 256 << 20
 
@@ -65,7 +70,9 @@ def fused_times(path):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--json", required=True)
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--json", help="time PyTorch and write its cases here")
+    mode.add_argument("--join", help="a torch JSON written earlier: only join it with --against")
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--quick", action="store_true", help="first M only")
     p.add_argument("--seed", type=int, default=20261129)
@@ -73,7 +80,15 @@ def main():
                    help="how L2 is flushed before each timed run (as normfuse bench --flush)")
     p.add_argument("--against", help="a normfuse bench JSON: join its fused pre-norm times by shape")
     args = p.parse_args()
+    if args.join and not args.against:
+        p.error("--join needs --against")
     fused, against = fused_times(args.against) if args.against else ({}, None)
+    if args.join:
+        with open(args.join) as f:
+            joined = join(json.load(f)["cases"], fused)
+        return report_join(joined, args.against, against)
+    if torch is None:
+        p.error("timing needs PyTorch (import torch failed)")
     torch.manual_seed(args.seed)
     dev = torch.device("cuda")
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
@@ -89,42 +104,59 @@ def main():
                 nbytes = 2.0 * (M * K + K * N + M * N)
                 for impl, fn in (("torch_eager", rmsnorm_linear), ("torch_compile", compiled)):
                     us = time_us(lambda: fn(a, g, w, 1e-6), args.reps, flush, args.flush == "read")
-                    case = {"op": "prenorm_fwd", "impl": impl, "shape": {"M": M, "K": K, "N": N},
-                            "time_us": round(us, 3), "bytes": nbytes, "flops": flops}
-                    if (M, K, N) in fused:
-                        case["fused_us"] = fused[(M, K, N)]
-                        case["fused_speedup"] = round(us / fused[(M, K, N)], 3)
-                    cases.append(case)
+                    cases.append({"op": "prenorm_fwd", "impl": impl, "shape": {"M": M, "K": K, "N": N},
+                                  "time_us": round(us, 3), "bytes": nbytes, "flops": flops})
                     print(f"prenorm_fwd {impl:14s} M={M} K={K} N={N} {us:10.1f} us", flush=True)
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "command": " ".join(["python3"] + sys.argv), "seed": args.seed, "reps": args.reps, "flush": args.flush,
            "cases": cases}
+    joined = join(cases, fused)
     if against:
         out["against"] = dict(against, path=args.against)
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
-    joined = [c for c in cases if "fused_us" in c]
-    if joined:
-        print(f"\ntorch time / fused time (fused from {args.against}, {against['date']}):")
-        rows = {}
-        for c in joined:
-            s = c["shape"]
-            rows.setdefault((s["M"], s["K"], s["N"]), {})[c["impl"]] = c
-        print(f"{'shape':24s} {'eager us':>9s} {'compile us':>10s} {'fused us':>9s} {'eager/fused':>11s} {'compile/fused':>13s}")
-        for (M, K, N), r in rows.items():
-            e, cmp_ = r.get("torch_eager"), r.get("torch_compile")
-            f_us = (e or cmp_)["fused_us"]
-            print(f"{f'M={M} K={K} N={N}':24s} {e['time_us'] if e else float('nan'):9.1f} "
-                  f"{cmp_['time_us'] if cmp_ else float('nan'):10.1f} {f_us:9.1f} "
-                  f"{e['fused_speedup'] if e else float('nan'):11.2f} {cmp_['fused_speedup'] if cmp_ else float('nan'):13.2f}")
-        for impl in ("torch_eager", "torch_compile"):
-            r = [c["fused_speedup"] for c in joined if c["impl"] == impl]
-            if r:
-                print(f"{impl}: {min(r):.2f}-{max(r):.2f}x the fused kernel's time over {len(r)} shapes")
-    elif args.against:
-        print(f"no fused pre-norm case of {args.against} matches a timed shape", file=sys.stderr)
+    return report_join(joined, args.against, against) if args.against else 0
+
+
+def join(cases, fused):
+    """Add fused_us and fused_speedup (torch's time over the fused kernel's) to the
+    torch cases whose shape the bench timed; the joined cases."""
+    joined = []
+    for c in cases:
+        s = c["shape"]
+        key = (s["M"], s["K"], s["N"])
+        if c["op"] == "prenorm_fwd" and c["impl"].startswith("torch") and key in fused:
+            c["fused_us"] = fused[key]
+            c["fused_speedup"] = round(c["time_us"] / fused[key], 3)
+            joined.append(c)
+    return joined
+
+
+def report_join(joined, against_path, against):
+    """Print the ratio table of the joined cases; 0, or 1 when none joined."""
+    if not joined:
+        print(f"no fused pre-norm case of {against_path} matches a torch case", file=sys.stderr)
+        return 1
+    nan = float("nan")
+    print(f"\ntorch time / fused time (fused from {against_path}, {against['date']}):")
+    rows = {}
+    for c in joined:
+        s = c["shape"]
+        rows.setdefault((s["M"], s["K"], s["N"]), {})[c["impl"]] = c
+    print(f"{'shape':24s} {'eager us':>9s} {'compile us':>10s} {'fused us':>9s} {'eager/fused':>11s} "
+          f"{'compile/fused':>13s}")
+    for (M, K, N), r in rows.items():
+        e, cp = r.get("torch_eager"), r.get("torch_compile")
+        print(f"{f'M={M} K={K} N={N}':24s} {e['time_us'] if e else nan:9.1f} {cp['time_us'] if cp else nan:10.1f} "
+              f"{(e or cp)['fused_us']:9.1f} {e['fused_speedup'] if e else nan:11.2f} "
+              f"{cp['fused_speedup'] if cp else nan:13.2f}")
+    for impl in ("torch_eager", "torch_compile"):
+        r = [c["fused_speedup"] for c in joined if c["impl"] == impl]
+        if r:
+            print(f"{impl}: {min(r):.2f}-{max(r):.2f}x the fused kernel's time over {len(r)} shapes")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

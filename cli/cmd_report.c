@@ -116,11 +116,15 @@ int nf_cmd_report(int argc, char **argv)
     int rc = 2, drawn = 1, plots = 0;
     NF_CHECK(nf_context_create(&ctx, 0));
     snprintf(path, sizeof path, "%s/report.md", out);
-    md = fopen(path, "w");
-    snprintf(path, sizeof path, "%s/report.json", out);
-    js = fopen(path, "w");
-    if (!md || !js)
+    if (!(md = fopen(path, "w"))) {
+        perror(path);
         goto fail;
+    }
+    snprintf(path, sizeof path, "%s/report.json", out);
+    if (!(js = fopen(path, "w"))) {
+        perror(path);
+        goto fail;
+    }
     nf_json j;
     nf_json_init(&j, js, 1);
     nf_json_object_begin(&j, NULL);

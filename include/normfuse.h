@@ -279,7 +279,9 @@ typedef enum nf_activation {
 } nf_activation;
 
 const char *nf_activation_name(nf_activation act);
-/* SPEC.md's default scale s for an activation and head dim D. */
+/* SPEC.md's default scale s for an activation and head dim D: 1/sqrt(D) for
+ * softmax, 1 for the other activations (and for a D <= 0, which every
+ * launcher rejects anyway). */
 float nf_attention_default_scale(nf_activation act, int32_t D);
 
 #define NF_ATTENTION_MAX_D 256

@@ -73,6 +73,21 @@ static int report_repeats(nf_context *ctx, const nf_entry *e, nf_case_data *d, n
     return declared;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: normfuse check --op OP [--impl NAME] [--shape K=V,..] [--kind rms|ln] [--dist D]\n"
+               "         [--seed S] [--eps E] [--pad P] [--g 0|1] [--b 0|1] [--bias 0|1] [--residual 0|1]\n"
+               "         [--act softmax|gelu|gelu_tanh|silu] [--causal 0|1] [--separate-kv 0|1]\n"
+               "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D] [--repeat R]\n");
+    fprintf(f, "  OP:  ");
+    for (int i = 0; i < NF_OP_COUNT; ++i)
+        fprintf(f, " %s", nf_op_names[i]);
+    fprintf(f, "\n  D:   ");
+    for (int i = 0; i < NF_IN_COUNT; ++i)
+        fprintf(f, " %s", nf_dist_names[i]);
+    fprintf(f, "\n  NAME: the op's registry entries (an --impl that is not one lists them)\n");
+}
+
 int nf_cmd_check(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -156,6 +171,10 @@ int nf_cmd_check(int argc, char **argv)
             ++nin;
             break;
         }
+        case 'h':
+            usage(stdout);
+            rc = 0;
+            goto done;
         default: goto usage;
         }
     }
@@ -240,12 +259,11 @@ fail:
         nf_npy_free(&in[i].a);
     return rc;
 usage:
-    fprintf(stderr, "usage: normfuse check --op OP [--impl NAME] [--shape K=V,..] [--kind rms|ln] [--dist D]\n"
-                    "         [--seed S] [--eps E] [--pad P] [--g 0|1] [--b 0|1] [--bias 0|1] [--residual 0|1]\n"
-                    "         [--act softmax|gelu|gelu_tanh|silu] [--causal 0|1] [--separate-kv 0|1]\n"
-                    "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D] [--repeat R]\n");
+    usage(stderr);
 bad:
+    rc = 2;
+done:
     for (int i = 0; i < nin; ++i)
         nf_npy_free(&in[i].a);
-    return 2;
+    return rc;
 }

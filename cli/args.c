@@ -99,6 +99,14 @@ int nf_arg_seed(const char *cmd, uint64_t fallback, uint64_t *out)
     return nf_arg_u64(cmd, "NF_SEED", env, out);
 }
 
+void nf_arg_names(FILE *f, const char *label, const char *const *names, int count)
+{
+    fprintf(f, "%s", label);
+    for (int i = 0; i < count; ++i)
+        fprintf(f, " %s", names[i]);
+    fprintf(f, "\n");
+}
+
 int nf_arg_none_left(const char *cmd, int argc, char **argv)
 {
     if (optind >= argc)

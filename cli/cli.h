@@ -36,6 +36,8 @@ int nf_arg_seed(const char *cmd, uint64_t fallback, uint64_t *out);
  * a, b or c" and -1. */
 int nf_arg_choice(const char *cmd, const char *opt, const char *text, const char *const *names, int count,
                   int *index);
+/* "LABEL name name ...\n" on f: the names an option takes, for a usage text. */
+void nf_arg_names(FILE *f, const char *label, const char *const *names, int count);
 /* 0 when getopt_long left no word over; else "unexpected argument 'W'" and
  * -1 (a stray word is a mistake, such as "--shape M=3 N=5" for M=3,N=5). */
 int nf_arg_none_left(const char *cmd, int argc, char **argv);

@@ -79,13 +79,9 @@ static void usage(FILE *f)
                "         [--seed S] [--eps E] [--pad P] [--g 0|1] [--b 0|1] [--bias 0|1] [--residual 0|1]\n"
                "         [--act softmax|gelu|gelu_tanh|silu] [--causal 0|1] [--separate-kv 0|1]\n"
                "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D] [--repeat R]\n");
-    fprintf(f, "  OP:  ");
-    for (int i = 0; i < NF_OP_COUNT; ++i)
-        fprintf(f, " %s", nf_op_names[i]);
-    fprintf(f, "\n  D:   ");
-    for (int i = 0; i < NF_IN_COUNT; ++i)
-        fprintf(f, " %s", nf_dist_names[i]);
-    fprintf(f, "\n  NAME: the op's registry entries (an --impl that is not one lists them)\n");
+    nf_arg_names(f, "  OP:  ", nf_op_names, NF_OP_COUNT);
+    nf_arg_names(f, "  D:   ", nf_dist_names, NF_IN_COUNT);
+    fprintf(f, "  NAME: the op's registry entries (an --impl that is not one lists them)\n");
 }
 
 int nf_cmd_check(int argc, char **argv)

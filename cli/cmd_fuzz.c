@@ -25,9 +25,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: normfuse fuzz [--seed S] [--cases N] [--seconds T] [--case I] [--first I]\n"
                "                     [--op OP]... [--impl NAME] [--shape K=V,...] [--max-elems E]\n"
-               "                     [--shard i/n] [--log FILE] [--resume] [--no-shrink] [--device D]\n"
-               "ops: norm_fwd norm_bwd prenorm_fwd prenorm_bwd postnorm_fwd postnorm_bwd\n"
-               "     attention_fwd attention_bwd.  NF_SEED overrides the default seed.\n");
+               "                     [--shard i/n] [--log FILE] [--resume] [--no-shrink] [--device D]\n");
+    nf_arg_names(f, "  OP:", nf_op_names, NF_OP_COUNT);
+    fprintf(f, "  NF_SEED overrides the default seed.\n");
 }
 
 int nf_cmd_fuzz(int argc, char **argv)

@@ -95,6 +95,7 @@ int nf_cmd_report(int argc, char **argv)
         case 'p': if (nf_arg_choice("report", "--op", optarg, nf_op_names, NF_OP_COUNT, &k)) return 2; only = k; break;
         default:
             fprintf(ch == 'h' ? stdout : stderr, "usage: normfuse report [--out DIR] [--seed S] [--nseeds N] [--op OP]\n");
+            nf_arg_names(ch == 'h' ? stdout : stderr, "  OP:", nf_op_names, NF_OP_COUNT);
             return ch == 'h' ? 0 : 2;
         }
     }

@@ -110,8 +110,9 @@ Test(fuzz_cases, gemm_cases_mostly_fit_the_fused_kernels)
         nf_fuzz_case(&cfg, i, &c);
         fit += c.K % 8 == 0 && c.N % 8 == 0;
     }
-    cr_assert(fit >= NCASES * 9 / 20 && fit <= NCASES * 4 / 5, /* 0.56 expected, 0.16 before */ "%d of %d GEMM cases have K and N multiples of 8", fit,
-              NCASES);
+    /* 0.56 expected; 0.16 before the draws leaned to multiples of 8 */
+    cr_assert(fit >= NCASES * 9 / 20 && fit <= NCASES * 4 / 5, "%d of %d GEMM cases have K and N multiples of 8",
+              fit, NCASES);
 }
 
 /* Self-attention cases (no separate K/V) leave Sk at 0; their cost must be

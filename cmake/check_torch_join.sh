@@ -35,5 +35,7 @@ if printf '%s\n' "$out" | grep -q 'K=512'; then echo "FAIL: a shape without a fu
 if "$py" "$script" --join torch.json --against none.json > /dev/null 2>&1; then
   echo "FAIL: a bench matching no torch case was accepted"; status=1
 fi
-if "$py" "$script" --join torch.json > /dev/null 2>&1; then echo "FAIL: --join without --against was accepted"; status=1; fi
+if "$py" "$script" --join torch.json > /dev/null 2>&1; then
+  echo "FAIL: --join without --against was accepted"; status=1
+fi
 exit $status

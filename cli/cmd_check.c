@@ -94,6 +94,9 @@ int nf_cmd_check(int argc, char **argv)
         {"oracle", 1, 0, 'O'}, {"device", 1, 0, 'd'}, {"repeat", 1, 0, 'r'}, {"help", 0, 0, 'h'},
         {0, 0, 0, 0},
     };
+    const char *acts[NF_ACT_COUNT]; /* --act's names: the library's */
+    for (int i = 0; i < NF_ACT_COUNT; ++i)
+        acts[i] = nf_activation_name((nf_activation)i);
     nf_case c;
     memset(&c, 0, sizeof c);
     c.op = NF_OP_COUNT;
@@ -127,7 +130,7 @@ int nf_cmd_check(int argc, char **argv)
             c.dist = (nf_input_dist)k;
             break;
         case 'a':
-            if (nf_arg_choice("check", opt, optarg, nf_act_names, NF_ACT_COUNT, &k)) goto bad;
+            if (nf_arg_choice("check", opt, optarg, acts, NF_ACT_COUNT, &k)) goto bad;
             c.act = (nf_activation)k;
             break;
         case 's': if (nf_arg_u64("check", opt, optarg, &c.seed)) return 2; break;

@@ -16,7 +16,6 @@ const char *const nf_dist_names[NF_IN_COUNT] = {
     "normal", "uniform", "mean_shifted", "outlier_channels", "near_overflow",
     "subnormal", "small", "pow2_rows", "specials", "near_bf16_max",
 };
-const char *const nf_act_names[NF_ACT_COUNT] = {"softmax", "gelu", "gelu_tanh", "silu"};
 
 const char *nf_op_name(nf_op op) { return (unsigned)op < NF_OP_COUNT ? nf_op_names[op] : "?"; }
 const char *nf_dist_name(nf_input_dist d) { return (unsigned)d < NF_IN_COUNT ? nf_dist_names[d] : "?"; }
@@ -113,7 +112,7 @@ void nf_case_describe(const nf_case *c, char *buf, size_t len)
     const char *kind = c->kind == NF_NORM_RMS ? "rms" : "ln";
     if (is_attention(c->op))
         snprintf(buf, len, "act=%s causal=%d separate_kv=%d g=%d b=%d R=%d dist=%s pad=%d eps=%g",
-                 (unsigned)c->act < NF_ACT_COUNT ? nf_act_names[c->act] : "?", c->causal,
+                 nf_activation_name(c->act), c->causal,
                  c->separate_kv, c->has_g, c->has_b, c->has_residual, nf_dist_name(c->dist),
                  c->ld_pad, (double)nf_case_eps(c));
     else if (c->op == NF_OP_PRENORM_FWD || c->op == NF_OP_PRENORM_BWD)

@@ -70,12 +70,12 @@ typedef struct nf_case {
     uint64_t seed;           /* the inputs' seed                                */
 } nf_case;
 
-/* The names of the ops, input distributions and activations, in enum order:
- * what cases print and what the command line accepts (cli/args.c,
- * nf_arg_choice, which lists them when a name is not one of them). */
+/* The names of the ops and input distributions, in enum order: what cases
+ * print and what the command line accepts (cli/args.c, nf_arg_choice, which
+ * lists them when a name is not one of them).  An activation's name is the
+ * library's, nf_activation_name. */
 extern const char *const nf_op_names[NF_OP_COUNT];
 extern const char *const nf_dist_names[NF_IN_COUNT];
-extern const char *const nf_act_names[NF_ACT_COUNT];
 const char *nf_op_name(nf_op op);               /* "prenorm_fwd", "?" if none  */
 int nf_op_is_backward(nf_op op);
 const char *nf_dist_name(nf_input_dist d);

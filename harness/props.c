@@ -100,13 +100,12 @@ void nf_check_repro(char *buf, size_t len, const nf_entry *e, const nf_case *c)
 {
     char shape[128];
     nf_case_shape_str(c, shape, sizeof shape);
-    const char *act[] = {"softmax", "gelu", "gelu_tanh", "silu"};
     snprintf(buf, len,
              "normfuse check --impl %s --op %s --shape %s --kind %s --dist %s --seed %llu --eps %.9g "
              "--pad %d --g %d --b %d --bias %d --residual %d --act %s --causal %d --separate-kv %d",
              e->name, nf_op_name(c->op), shape, c->kind == NF_NORM_RMS ? "rms" : "ln",
              nf_dist_name(c->dist), (unsigned long long)c->seed, (double)c->eps, c->ld_pad, c->has_g,
-             c->has_b, c->has_bias, c->has_residual, act[(unsigned)c->act % NF_ACT_COUNT], c->causal,
+             c->has_b, c->has_bias, c->has_residual, nf_activation_name(c->act), c->causal,
              c->separate_kv);
 }
 

@@ -71,9 +71,13 @@ def main():
               + "  best (rounds: %s)" % ", ".join("%s %d" % (g, len(ix)) for g, ix in groups.items()))
         per_op = {}  # (op, impl) -> {"ratios": {variant: [..]}, "wins": {variant: n}}
         for k in rows:
+            def at(i):
+                """The case's number in run i."""
+                return value(runs[i][0], runs[i][1][k])
+
             cols, means, spans = [], {}, {}
             for g, ix in groups.items():
-                vals = [value(runs[i][0], runs[i][1][k]) for i in ix]
+                vals = [at(i) for i in ix]
                 if any(v is None for v in vals):
                     cols.append("%*s" % (width, "failed"))
                     continue
@@ -90,8 +94,7 @@ def main():
             # rounds the best won outright: its j-th run ahead of every other variant's j-th
             nr = min(len(ix) for ix in groups.values())
             better = (lambda x, y: x < y) if args.time else (lambda x, y: x > y)
-            won = sum(all(better(value(*runs[groups[best][j]][:1], runs[groups[best][j]][1][k]),
-                                 value(*runs[ix[j]][:1], runs[ix[j]][1][k]))
+            won = sum(all(better(at(groups[best][j]), at(ix[j]))
                           for g, ix in groups.items() if g != best and g in means)
                       for j in range(nr))
             op = per_op.setdefault((k[0], k[1]), {"ratios": {g: [] for g in groups}, "wins": dict.fromkeys(groups, 0)})

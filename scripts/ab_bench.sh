@@ -43,8 +43,7 @@ shift 2
 cli="$build/cli/normfuse"
 [ -x "$cli" ] || "$root/scripts/gpu_suite.sh" build "$out" > /dev/null
 IFS=',' read -r -a vals <<< "$values"
-rounds="${NF_AB_ROUNDS:-1}"
-[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "ab_bench: NF_AB_ROUNDS: '$rounds' is not a positive integer" >&2; exit 2; }
+rounds="$(ab_rounds ab_bench 1)" || exit 2
 
 status=0
 if [ -n "${NF_AB_CHECKS:-}" ]; then
@@ -61,11 +60,7 @@ fi
 jsons=()
 clock_log_start "$out/clocks.csv"
 for ((r = 1; r <= rounds; r++)); do
-  order=("${vals[@]}")
-  if ((r % 2 == 0)); then
-    order=()
-    for ((i = ${#vals[@]} - 1; i >= 0; i--)); do order+=("${vals[$i]}"); done
-  fi
+  mapfile -t order < <(ab_round_order "$r" "${vals[@]}")
   for v in "${order[@]}"; do
     name="ab_${var}_$v"
     ((rounds > 1)) && name="${name}_r$r"

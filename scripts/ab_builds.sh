@@ -28,8 +28,7 @@ if [ $# -lt 2 ] || ! [ -d "$2" ]; then usage; fi
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
 base_files="$(cd "$2" && pwd)"
 shift 2
-rounds="${NF_AB_ROUNDS:-2}"
-[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "ab_builds: NF_AB_ROUNDS: '$rounds' is not a positive integer" >&2; exit 2; }
+rounds="$(ab_rounds ab_builds 2)" || exit 2
 new_commit="$report_commit"
 base_commit="${NF_BASE:-$new_commit with the files of $base_files}"
 
@@ -56,8 +55,7 @@ if [ -n "${NF_AB_CHECKS:-}" ]; then
 fi
 runs=()
 for ((rep = 1; rep <= rounds; rep++)); do
-  order=(base new)
-  ((rep % 2 == 0)) && order=(new base)
+  mapfile -t order < <(ab_round_order "$rep" base new)
   for v in "${order[@]}"; do
     if [ "$v" = base ]; then cli="$base_tree/build/cli/normfuse" report_commit="$base_commit"
     else cli="$build/cli/normfuse" report_commit="$new_commit"; fi

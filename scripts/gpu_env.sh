@@ -4,8 +4,8 @@
 #
 # Sets: root, build, cmake_args (the offline prefix when .gpu-deps is used),
 # PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND,
-# ab_checks LOG LABEL CLI [VAR=VALUE], ab_compare DIR ROUNDS ..., ncu_path and
-# clock_log_start FILE / clock_log_stop.
+# ab_checks LOG LABEL CLI [VAR=VALUE], ab_rounds, ab_round_order,
+# ab_compare DIR ROUNDS ..., ncu_path and clock_log_start FILE / clock_log_stop.
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -68,6 +68,23 @@ ab_checks() {
     fi
   done
   return $status
+}
+
+# ab_rounds NAME DEFAULT: the A/B scripts' round count, NF_AB_ROUNDS (else
+# DEFAULT), on stdout; not a positive integer: a message naming NAME, status 2.
+ab_rounds() {
+  local r="${NF_AB_ROUNDS:-$2}"
+  [[ "$r" =~ ^[1-9][0-9]*$ ]] || { echo "$1: NF_AB_ROUNDS: '$r' is not a positive integer" >&2; return 2; }
+  echo "$r"
+}
+
+# ab_round_order ROUND V...: the versions of an A/B in the order given in odd
+# rounds and reversed in even ones, one per line (a process that runs first in
+# a pair can read a few % apart from the second: ref/NOTES.md item 27).
+ab_round_order() {
+  local round="$1" i
+  shift
+  if ((round % 2)); then printf '%s\n' "$@"; else for ((i = $#; i >= 1; i--)); do echo "${!i}"; done; fi
 }
 
 # ab_compare DIR ROUNDS [bench_compare.py options] -- RUN.json...: DIR/compare.txt,

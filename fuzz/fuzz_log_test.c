@@ -5,6 +5,7 @@
  * log is resumed only by a run of its own seed and case generator.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -131,6 +132,46 @@ Test(fuzz_log, fields_round_trip)
     cr_assert_eq(nf_json_find_str(buf, "verdict", s, sizeof s), 0);
     cr_assert_str_eq(s, "pass");
     cr_assert(strstr(buf, "\"repro\":\"normfuse fuzz --seed 99 --case 4 ") != NULL, "%s", buf);
+    free(buf);
+}
+
+Test(fuzz_log, a_special_mismatch_names_its_place_and_values)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, 99);
+    nf_entry e = {.name = impls[0], .op = NF_OP_NORM_FWD, .impl = NF_IMPL_REF};
+    nf_case c;
+    nf_fuzz_case(&cfg, 0, &c);
+    nf_case_result r;
+    memset(&r, 0, sizeof r);
+    r.verdict = NF_V_FAIL;
+    r.nout = 2;
+    r.out[0].name = "y"; /* passes: no special fields */
+    r.out[0].pass = 1;
+    r.out[0].st.special_row = r.out[0].st.special_col = -1;
+    r.out[1].name = "rstd";
+    r.out[1].st.special_mismatches = 1;
+    r.out[1].st.special_row = 218;
+    r.out[1].st.special_col = 0;
+    r.out[1].st.special_got = 1.5;
+    r.out[1].st.special_want = NAN;
+    nf_log_result(m, &cfg, 0, &e, &c, &r, NULL);
+    fclose(m);
+    int64_t v;
+    char s[64];
+    const char *rstd = strstr(buf, "\"name\":\"rstd\"");
+    cr_assert_not_null(rstd, "%s", buf);
+    const char *first = strstr(buf, "special_row");
+    cr_assert(first && first > rstd, "only the output with a mismatch has special fields: %s", buf);
+    cr_assert_eq(nf_json_find_int(rstd, "special_row", &v), 0, "%s", buf);
+    cr_assert_eq(v, 218);
+    cr_assert_eq(nf_json_find_str(rstd, "special_got", s, sizeof s), 0);
+    cr_assert_str_eq(s, "1.5");
+    cr_assert_eq(nf_json_find_str(rstd, "special_want", s, sizeof s), 0);
+    cr_assert_str_eq(s, "nan");
     free(buf);
 }
 

@@ -387,6 +387,15 @@ void nf_json_cmp_stats(struct nf_json *j, const nf_output_result *o)
     nf_json_num(j, "worst_got", o->st.worst_got);
     nf_json_num(j, "worst_want", o->st.worst_want);
     nf_json_num(j, "worst_allowed", o->st.worst_allowed);
+    if (o->st.special_mismatches > 0) { /* as text: JSON numbers hold no NaN or Inf */
+        char got[32], want[32];
+        snprintf(got, sizeof got, "%.9g", o->st.special_got);
+        snprintf(want, sizeof want, "%.9g", o->st.special_want);
+        nf_json_int(j, "special_row", o->st.special_row);
+        nf_json_int(j, "special_col", o->st.special_col);
+        nf_json_str(j, "special_got", got);
+        nf_json_str(j, "special_want", want);
+    }
 }
 
 void nf_log_result(FILE *f, const nf_fuzz_cfg *cfg, int64_t index, const nf_entry *e,

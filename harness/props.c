@@ -190,15 +190,20 @@ static void tally_result(tally *t, const nf_entry *e, const nf_case *c, const nf
     if (nf_verdict_is_failure(r->verdict)) {
         char repro[640], why[360] = "";
         nf_check_repro(repro, sizeof repro, e, c);
-        for (int k = 0; k < r->nout && !why[0]; ++k)
-            if (!r->out[k].pass)
-                snprintf(why, sizeof why, "%s: %lld violations, %lld special mismatches, %lld zero-row failures, "
-                         "max %.3g ulp, worst (%lld,%lld) got %.6g want %.6g allowed %.3g",
-                         r->out[k].name, (long long)r->out[k].st.violations,
-                         (long long)r->out[k].st.special_mismatches, (long long)r->out[k].st.zero_row_failures,
-                         r->out[k].st.max_ulp, (long long)r->out[k].st.worst_row,
-                         (long long)r->out[k].st.worst_col, r->out[k].st.worst_got, r->out[k].st.worst_want,
-                         r->out[k].st.worst_allowed);
+        for (int k = 0; k < r->nout && !why[0]; ++k) {
+            const nf_cmp_stats *st = &r->out[k].st;
+            if (r->out[k].pass)
+                continue;
+            char first[96] = "";
+            if (st->special_mismatches > 0)
+                snprintf(first, sizeof first, " (first (%lld,%lld) got %.6g want %.6g)", (long long)st->special_row,
+                         (long long)st->special_col, st->special_got, st->special_want);
+            snprintf(why, sizeof why, "%s: %lld violations, %lld special mismatches%s, %lld zero-row failures, "
+                     "max %.3g ulp, worst (%lld,%lld) got %.6g want %.6g allowed %.3g",
+                     r->out[k].name, (long long)st->violations, (long long)st->special_mismatches, first,
+                     (long long)st->zero_row_failures, st->max_ulp, (long long)st->worst_row,
+                     (long long)st->worst_col, st->worst_got, st->worst_want, st->worst_allowed);
+        }
         if (!t->fail++)
             snprintf(t->first, sizeof t->first, "%s%s%s | repro: %s", r->message, why[0] ? " " : "", why, repro);
     }

@@ -75,6 +75,7 @@ static int compare_core(const void *got, get_fn get, double (*ulp)(double), int6
 {
     memset(st, 0, sizeof *st);
     st->worst_row = st->worst_col = -1;
+    st->special_row = st->special_col = -1;
     const int64_t nr = row_sample ? nrows : rows;
     double *ulps = malloc((size_t)(nr * cols > 0 ? nr * cols : 1) * sizeof *ulps);
     double *rels = malloc((size_t)(nr * cols > 0 ? nr * cols : 1) * sizeof *rels);
@@ -99,7 +100,12 @@ static int compare_core(const void *got, get_fn get, double (*ulp)(double), int6
             if (zero_rows && zero_rows[i] && g != 0.0) st->zero_row_failures++;
             if (!isfinite(w) || !isfinite(g)) {
                 int same = (isnan(w) && isnan(g)) || (isinf(w) && isinf(g) && signbit(w) == signbit(g));
-                if (!same) st->special_mismatches++;
+                if (!same && st->special_mismatches++ == 0) {
+                    st->special_row = i;
+                    st->special_col = j;
+                    st->special_got = g;
+                    st->special_want = w;
+                }
                 continue;
             }
             if (w != 0.0) want_nonzero = 1;
@@ -173,13 +179,17 @@ int nf_incumbent_ok(const nf_cmp_stats *candidate, const nf_cmp_stats *incumbent
 
 void nf_cmp_print(FILE *f, const char *label, const nf_cmp_stats *st)
 {
+    char first[160] = "";
+    if (st->special_mismatches > 0)
+        snprintf(first, sizeof first, " (first (%lld,%lld) got %.9g want %.9g)", (long long)st->special_row,
+                 (long long)st->special_col, st->special_got, st->special_want);
     fprintf(f,
             "%s: n=%lld, max %.3g ulp (p99.9 %.3g, mean %.3g), rel max %.3g (p99.9 %.3g, mean %.3g), "
             "err/allowed max %.3g (p99.9 %.3g), worst (%lld,%lld) got %.9g want %.9g allowed %.3g, "
-            "violations %lld, specials %lld, zero-row failures %lld%s\n",
+            "violations %lld, specials %lld%s, zero-row failures %lld%s\n",
             label, (long long)st->count, st->max_ulp, st->p999_ulp, st->mean_ulp, st->max_rel,
             st->p999_rel, st->mean_rel, st->max_ratio, st->p999_ratio, (long long)st->worst_row,
             (long long)st->worst_col, st->worst_got, st->worst_want, st->worst_allowed,
-            (long long)st->violations, (long long)st->special_mismatches,
+            (long long)st->violations, (long long)st->special_mismatches, first,
             (long long)st->zero_row_failures, st->all_zero_fail ? ", ALL ZERO" : "");
 }

@@ -34,6 +34,10 @@ typedef struct nf_cmp_stats {
                                       op's own error scale (immune to y* ~ 0)   */
     int64_t worst_row, worst_col; /* element with the largest |err| / allowed    */
     double worst_got, worst_want, worst_allowed;
+    /* the first special mismatch in row-major order (-1, -1 when none): the
+     * finite elements' worst says nothing about it */
+    int64_t special_row, special_col;
+    double special_got, special_want;
 } nf_cmp_stats;
 
 /* got: rows x cols bf16 with leading dimension ld; want/allowed: dense
@@ -71,7 +75,8 @@ int nf_incumbent_ok(const nf_cmp_stats *candidate, const nf_cmp_stats *incumbent
                     double noise_floor);
 
 /* One line: "label: n=..., max 0.73 ulp (p99.9 0.50, mean 0.12), rel ..., worst
- * (r,c) got .. want .. allowed .., violations 0" */
+ * (r,c) got .. want .. allowed .., violations 0, specials 0, ...", and with a
+ * special mismatch "..., specials 2 (first (r,c) got nan want 1.5), ..." */
 void nf_cmp_print(FILE *f, const char *label, const nf_cmp_stats *st);
 
 #ifdef __cplusplus

@@ -50,11 +50,26 @@ Test(budget, compare_specials_and_zero_rules)
     nf_bf16 got[4] = {nf_double_to_bf16(1.0), nf_double_to_bf16(-2.0), 0x7FC0u, 0x7F80u};
     nf_cmp_stats st;
     cr_assert(nf_compare_bf16(got, 1, 4, 4, want, allowed, NULL, 0, NULL, &st), "exact specials pass");
+    cr_assert(st.special_row == -1 && st.special_col == -1, "no mismatch, no place");
     got[3] = 0xFF80u;                                         /* -Inf where +Inf */
     cr_assert(!nf_compare_bf16(got, 1, 4, 4, want, allowed, NULL, 0, NULL, &st));
     cr_assert_eq(st.special_mismatches, 1);
-    got[3] = 0x7F80u;
+    cr_assert(st.special_row == 0 && st.special_col == 3 && st.special_got == -INFINITY &&
+              st.special_want == INFINITY, "the mismatch's place and values: (%lld,%lld) got %g want %g",
+              (long long)st.special_row, (long long)st.special_col, st.special_got, st.special_want);
     got[2] = nf_double_to_bf16(3.0);                          /* finite where NaN */
+    cr_assert(!nf_compare_bf16(got, 1, 4, 4, want, allowed, NULL, 0, NULL, &st));
+    cr_assert_eq(st.special_mismatches, 2);
+    cr_assert(st.special_col == 2 && st.special_got == 3.0 && isnan(st.special_want), "the first of two is kept");
+    char line[512] = "";
+    FILE *tmp = tmpfile();
+    cr_assert(tmp);
+    nf_cmp_print(tmp, "y", &st);
+    rewind(tmp);
+    cr_assert(fgets(line, sizeof line, tmp));
+    fclose(tmp);
+    cr_assert(strstr(line, "specials 2 (first (0,2) got 3 want nan)") != NULL, "the printed line names it: %s", line);
+    got[3] = 0x7F80u;
     cr_assert(!nf_compare_bf16(got, 1, 4, 4, want, allowed, NULL, 0, NULL, &st));
     got[2] = 0x7FC0u;
     got[0] = 0x7F80u;                                         /* Inf where finite */

@@ -135,16 +135,23 @@ Test(fuzz_log, fields_round_trip)
     free(buf);
 }
 
+/* *buf: the JSONL line nf_log_result writes for result r of case 0 of cfg
+ * (the caller frees it). */
+static void log_line(const nf_fuzz_cfg *cfg, const nf_case_result *r, char **buf, size_t *len)
+{
+    FILE *m = open_memstream(buf, len);
+    cr_assert_not_null(m);
+    const nf_entry e = {.name = impls[0], .op = NF_OP_NORM_FWD, .impl = NF_IMPL_REF};
+    nf_case c;
+    nf_fuzz_case(cfg, 0, &c);
+    nf_log_result(m, cfg, 0, &e, &c, r, NULL);
+    fclose(m);
+}
+
 Test(fuzz_log, a_special_mismatch_names_its_place_and_values)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
     nf_fuzz_cfg cfg;
     nf_fuzz_cfg_default(&cfg, 99);
-    nf_entry e = {.name = impls[0], .op = NF_OP_NORM_FWD, .impl = NF_IMPL_REF};
-    nf_case c;
-    nf_fuzz_case(&cfg, 0, &c);
     nf_case_result r;
     memset(&r, 0, sizeof r);
     r.verdict = NF_V_FAIL;
@@ -158,8 +165,9 @@ Test(fuzz_log, a_special_mismatch_names_its_place_and_values)
     r.out[1].st.special_col = 0;
     r.out[1].st.special_got = 1.5;
     r.out[1].st.special_want = NAN;
-    nf_log_result(m, &cfg, 0, &e, &c, &r, NULL);
-    fclose(m);
+    char *buf = NULL;
+    size_t len = 0;
+    log_line(&cfg, &r, &buf, &len);
     int64_t v;
     char s[64];
     const char *rstd = strstr(buf, "\"name\":\"rstd\"");

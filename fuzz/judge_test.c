@@ -131,6 +131,73 @@ Test(judge_domain, rows_in_range_are_judged_as_usual)
     }
 }
 
+/* x[i][j] of d set to v (before the oracle is computed). */
+static void set_x(nf_case_data *d, int64_t i, int64_t j, double v)
+{
+    nf_tensor *x = nf_case_tensor(d, "x");
+    ((nf_bf16 *)x->host)[i * x->ld + j] = nf_double_to_bf16(v);
+}
+static void set_f32(nf_case_data *d, const char *name, int64_t i, float v)
+{
+    nf_tensor *t = nf_case_tensor(d, name);
+    ((float *)t->host)[i * t->ld] = v;
+}
+
+/* A norm forward case whose rows 2, 4 and 6 hold one Inf, an Inf and a
+ * NaN, and two Infs; the oracle computed from them. */
+static void prepare_inf_rows(nf_norm_kind kind, nf_case_data *d)
+{
+    const nf_case c = {.op = NF_OP_NORM_FWD, .kind = kind, .M = 8, .N = 16, .has_g = 1,
+                       .has_b = kind == NF_NORM_LAYER, .dist = NF_IN_NORMAL, .seed = test_seed()};
+    nf_case_result r = {0};
+    cr_assert_eq(nf_case_prepare(&c, 1, d, &r), 0, "prepare: %s", r.message);
+    set_x(d, 2, 5, INFINITY);
+    set_x(d, 4, 1, -INFINITY);
+    set_x(d, 4, 7, NAN);
+    set_x(d, 6, 0, INFINITY);
+    set_x(d, 6, 9, INFINITY);
+    judge_as(d, NULL);
+    write_want(d);
+}
+
+Test(judge_domain, cudnn_layernorm_rows_with_one_inf_are_held_to_rstd_0)
+{
+    const nf_entry *vendor = nf_registry_find("norm_fwd/vendor"), *ref = nf_registry_find("norm_fwd/ref");
+    cr_assert(vendor && vendor->domain && ref && !ref->domain, "registry entries changed");
+    nf_case_data d;
+    prepare_inf_rows(NF_NORM_LAYER, &d);
+    /* the oracle's rstd there is NaN: right for the reference, not what cuDNN declares */
+    nf_case_result r = judge_as(&d, vendor);
+    cr_assert_eq(r.outside_rows, 1, "only the row of one Inf is outside cuDNN's range");
+    cr_assert_eq(r.verdict, NF_V_FAIL, "rstd NaN accepted where cuDNN's domain declares 0");
+    cr_assert_eq(judge_as(&d, ref).verdict, NF_V_PASS, "the oracle's values fail the reference entry");
+    set_f32(&d, "rstd", 2, 0.0f);
+    cr_assert_eq(judge_as(&d, vendor).verdict, NF_V_PASS, "rstd 0 on the row of one Inf rejected");
+    cr_assert_eq(judge_as(&d, ref).verdict, NF_V_FAIL, "rstd 0 accepted from an entry without a domain");
+    set_f32(&d, "rstd", 2, 1e-30f);
+    cr_assert_eq(judge_as(&d, vendor).verdict, NF_V_FAIL, "the declared rstd is not held exactly");
+    set_f32(&d, "rstd", 2, 0.0f);
+    set_f32(&d, "mean", 2, 0.0f);
+    cr_assert_eq(judge_as(&d, vendor).verdict, NF_V_FAIL, "the domain swallowed the mean, which it does not declare");
+    nf_case_free(&d);
+
+    prepare_inf_rows(NF_NORM_RMS, &d); /* RMSNorm's rstd is the oracle's on every row */
+    r = judge_as(&d, vendor);
+    cr_assert_eq(r.outside_rows, 0, "RMSNorm rows counted outside");
+    cr_assert_eq(r.verdict, NF_V_PASS, "%s", r.message);
+    nf_case_free(&d);
+
+    /* one column: not judged on specials, LayerNorm only */
+    nf_case c = {.op = NF_OP_NORM_FWD, .kind = NF_NORM_LAYER, .M = 4, .N = 1, .has_g = 1, .dist = NF_IN_SPECIALS};
+    cr_assert_not_null(nf_entry_unjudged(vendor, &c), "LayerNorm of one column judged on specials");
+    c.kind = NF_NORM_RMS;
+    cr_assert_null(nf_entry_unjudged(vendor, &c), "RMSNorm of one column exempt");
+    c.kind = NF_NORM_LAYER, c.N = 2;
+    cr_assert_null(nf_entry_unjudged(vendor, &c), "two columns exempt");
+    c.N = 1, c.dist = NF_IN_NORMAL;
+    cr_assert_null(nf_entry_unjudged(vendor, &c), "one column of another distribution exempt");
+}
+
 /* Case c, which e is not judged on, comes back unsupported, visibly (a
  * message naming the distribution and holding `why`), before any device work:
  * with no context and no device the check must come first. */

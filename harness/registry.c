@@ -43,6 +43,40 @@ static const nf_domain lazy_prenorm_domain = {
     .value = lazy_row_value,
 };
 
+/* cuDNN's LayerNorm forward on a row holding one +-Inf and no NaN: its
+ * variance comes out +Inf and rstd 0, where the math gives NaN (Inf - Inf in
+ * the centring); mean and y agree with the oracle.  Seen on the H200 at every
+ * position of rows of 2 to 5246 columns, either sign; two Infs or a NaN give
+ * NaN, as the oracle does (reports/h200/cudnn_specials).  A variance formed
+ * by merging partial (count, mean, M2) sums would do this: the partial
+ * holding the Inf alone has M2 = 0, and the merge adds delta^2 = Inf. */
+static int cudnn_ln_inf_row(const struct nf_case_data *d, int64_t row)
+{
+    if (d->c.kind != NF_NORM_LAYER || d->c.N < 2)
+        return 0;
+    const nf_tensor *x = &d->t[nf_tensor_index(d, "x")];
+    const nf_bf16 *v = (const nf_bf16 *)x->host + row * x->ld;
+    int infs = 0;
+    for (int64_t j = 0; j < x->cols; ++j) {
+        const double a = nf_bf16_to_double(v[j]);
+        if (isnan(a))
+            return 0;
+        infs += isinf(a) != 0;
+    }
+    return infs == 1;
+}
+static double cudnn_ln_inf_value(const char *output)
+{
+    (void)output;
+    return 0.0;
+}
+static const nf_domain cudnn_ln_inf_domain = {
+    .what = "LayerNorm rows holding one +-Inf and no NaN: rstd 0 (variance +Inf)",
+    .outside = cudnn_ln_inf_row,
+    .value = cudnn_ln_inf_value,
+    .output = "rstd",
+};
+
 /* cuDNN's norms flush subnormals to zero and overflow their fp32 sums of
  * squares on rows near the bf16 maximum (seen on the H200, special_values). */
 #define CUDNN_UNJUDGED .unjudged_dists = (1u << NF_IN_SUBNORMAL) | (1u << NF_IN_NEAR_BF16_MAX), \
@@ -52,6 +86,14 @@ static const nf_domain lazy_prenorm_domain = {
  * times its budget on rows of 2^52-scale values with fewer than 32 columns: every
  * n in 2..31 failed and every n in 32..1024 passed, 256 rows each, on the
  * H200 (reports/h200/cudnn_near_overflow; the reference backward passes all). */
+/* cuDNN's LayerNorm forward of one column gives rstd 1/sqrt(eps) (variance
+ * 0) on an Inf or NaN, where the math gives NaN; within an ulp or two of
+ * it, not exactly (its reciprocal square root), so these rows are not held
+ * to a value the way cudnn_ln_inf_domain holds longer ones. */
+#define CUDNN_FWD_SHORT_UNJUDGED .unjudged_short_dists = 1u << NF_IN_SPECIALS, .unjudged_short_n = 2, \
+    .unjudged_short_kinds = 1u << NF_NORM_LAYER, \
+    .unjudged_short_why = "cuDNN's LayerNorm of one column gives rstd 1/sqrt(eps) on Inf and NaN"
+
 #define CUDNN_BWD_SHORT_UNJUDGED .unjudged_short_dists = 1u << NF_IN_NEAR_OVERFLOW, .unjudged_short_n = 32, \
     .unjudged_short_why = "cuDNN's backward returns wrong dx on such rows of fewer than 32 columns"
 
@@ -59,7 +101,7 @@ static const nf_entry builtin[] = {
     {.name = "norm_fwd/ref", .op = NF_OP_NORM_FWD, .impl = NF_IMPL_REF, .flags = INC,
      .note = "ref/ standalone RMSNorm/LayerNorm"},
     {.name = "norm_fwd/vendor", .op = NF_OP_NORM_FWD, .impl = NF_IMPL_VENDOR, CUDNN_UNJUDGED,
-     .note = "cuDNN backend norm forward"},
+     CUDNN_FWD_SHORT_UNJUDGED, .note = "cuDNN backend norm forward", .domain = &cudnn_ln_inf_domain},
     {.name = "norm_bwd/ref", .op = NF_OP_NORM_BWD, .impl = NF_IMPL_REF, .flags = INC,
      .note = "ref/ norm backward, deterministic row reduction"},
     {.name = "norm_bwd/vendor", .op = NF_OP_NORM_BWD, .impl = NF_IMPL_VENDOR, CUDNN_UNJUDGED,
@@ -117,7 +159,8 @@ const char *nf_entry_unjudged(const nf_entry *e, const nf_case *c)
     const unsigned bit = 1u << c->dist;
     if (e->unjudged_dists & bit)
         return e->unjudged_why;
-    if ((e->unjudged_short_dists & bit) && c->N < e->unjudged_short_n)
+    if ((e->unjudged_short_dists & bit) && c->N < e->unjudged_short_n &&
+        (!e->unjudged_short_kinds || (e->unjudged_short_kinds & (1u << c->kind))))
         return e->unjudged_short_why;
     return NULL;
 }

@@ -29,12 +29,14 @@ enum nf_entry_flags {
 struct nf_case_data;
 /* The inputs an implementation does not cover by design, declared so the
  * harness judges what it does there instead of skipping the case: on a row
- * outside the range, every element of each per-row output must equal
+ * outside the range, every element of each per-row output (of `output`
+ * alone when it is set; the others keep the oracle's values) must equal
  * value(output name) exactly (NaN: must be NaN). */
 typedef struct nf_domain {
     const char *what; /* one line: which rows, and what the kernel gives there */
     int (*outside)(const struct nf_case_data *d, int64_t row);
     double (*value)(const char *output);
+    const char *output; /* NULL: every per-row output */
 } nf_domain;
 
 struct nf_entry;
@@ -61,9 +63,11 @@ typedef struct nf_entry {
     unsigned unjudged_dists;
     const char *unjudged_why;
     /* The same for distributions the vendor gets wrong on short rows only:
-     * cases of fewer than unjudged_short_n columns (the norm ops' N). */
+     * cases of fewer than unjudged_short_n columns (the norm ops' N), of the
+     * norm kinds in unjudged_short_kinds (bit 1u << nf_norm_kind; 0: all). */
     unsigned unjudged_short_dists;
     int64_t unjudged_short_n;
+    unsigned unjudged_short_kinds;
     const char *unjudged_short_why;
 } nf_entry;
 

@@ -352,7 +352,7 @@ static int apply_domain(nf_case_data *d, nf_case_result *r, double *saved[][2])
         ++r->outside_rows;
         for (int k = 0; k < d->nt; ++k) {
             nf_tensor *t = &d->t[k];
-            if (!t->is_output || !t->per_row || t->rows != rows)
+            if (!t->is_output || !t->per_row || t->rows != rows || (dom->output && strcmp(dom->output, t->name)))
                 continue;
             const size_t bytes = (size_t)(t->rows * t->cols) * sizeof(double);
             if (!saved[k][0]) {

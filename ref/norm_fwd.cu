@@ -74,7 +74,12 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
         float mx = 0.0f;
         row([&](float v) { mx = fmaxf(mx, fabsf(v)); });
         mx = nf_group_max<TPR>(mx, scratch);
-        const float sc = rescale ? nf_pow2_scale(mx) : 1.0f;
+        /* not below 2^-126 / sqrt(eps): r_s = 1/sqrt(var_s + eps s^2) <= 1/(sqrt(eps) s)
+         * must stay finite, or a row of variance 0 (n = 1, or one value
+         * repeated) beyond ~2^118 would give y = 0 * Inf = NaN where it is b;
+         * x s then stays under 2^11 for eps = 1e-5, and its sums far from
+         * overflow for any eps >= 2^-80 */
+        const float sc = rescale ? fmaxf(nf_pow2_scale(mx), nf_pow2_scale(sqrtf(eps) * 0x1p126f)) : 1.0f;
         float mu_s = 0.0f;
         if constexpr (LN) {
             float s = 0.0f;

@@ -82,10 +82,6 @@ static const nf_domain cudnn_ln_inf_domain = {
 #define CUDNN_UNJUDGED .unjudged_dists = (1u << NF_IN_SUBNORMAL) | (1u << NF_IN_NEAR_BF16_MAX), \
     .unjudged_why = "cuDNN flushes subnormals to zero and overflows fp32 sums on near-max rows"
 
-/* cuDNN's backward (RMSNorm and LayerNorm) returns dx off by 1.6e4 to 2.7e5
- * times its budget on rows of 2^52-scale values with fewer than 32 columns: every
- * n in 2..31 failed and every n in 32..1024 passed, 256 rows each, on the
- * H200 (reports/h200/cudnn_near_overflow; the reference backward passes all). */
 /* cuDNN's LayerNorm forward of one column gives rstd 1/sqrt(eps) (variance
  * 0) on an Inf or NaN, where the math gives NaN; within an ulp or two of
  * it, not exactly (its reciprocal square root), so these rows are not held
@@ -94,6 +90,10 @@ static const nf_domain cudnn_ln_inf_domain = {
     .unjudged_short_kinds = 1u << NF_NORM_LAYER, \
     .unjudged_short_why = "cuDNN's LayerNorm of one column gives rstd 1/sqrt(eps) on Inf and NaN"
 
+/* cuDNN's backward (RMSNorm and LayerNorm) returns dx off by 1.6e4 to 2.7e5
+ * times its budget on rows of 2^52-scale values with fewer than 32 columns: every
+ * n in 2..31 failed and every n in 32..1024 passed, 256 rows each, on the
+ * H200 (reports/h200/cudnn_near_overflow; the reference backward passes all). */
 #define CUDNN_BWD_SHORT_UNJUDGED .unjudged_short_dists = 1u << NF_IN_NEAR_OVERFLOW, .unjudged_short_n = 32, \
     .unjudged_short_why = "cuDNN's backward returns wrong dx on such rows of fewer than 32 columns"
 

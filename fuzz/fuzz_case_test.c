@@ -2,7 +2,8 @@
  * fuzz_case_test.c — the fuzzer's case generation is a pure function of
  * (seed, index) and respects its caps; shards cover every index exactly
  * once; shrinking reaches the minimal failing shape of a synthetic
- * predicate; MPI rank detection from the environment.
+ * predicate, and a shrunk case counts only when it fails the same way; MPI
+ * rank detection from the environment.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -205,6 +206,41 @@ Test(fuzz_shrink, halving_reaches_the_minimal_failing_shape)
         h = c, h.N /= 2;
         cr_assert(c.N == 1 || !synthetic(&h, &calls));
     }
+}
+
+/* A failed result whose output k fails in the ways given. */
+static nf_case_result failed(int nout, int k, int violations, int specials)
+{
+    nf_case_result r;
+    memset(&r, 0, sizeof r);
+    r.verdict = NF_V_FAIL;
+    r.nout = nout;
+    r.out[k].st.violations = violations;
+    r.out[k].st.special_mismatches = specials;
+    return r;
+}
+
+Test(fuzz_shrink, a_shrunk_case_must_fail_the_same_way)
+{
+    const nf_case_result rstd_specials = failed(3, 2, 0, 1), rstd_specials_more = failed(3, 2, 0, 40),
+                         rstd_budget = failed(3, 2, 5, 0), y_specials = failed(3, 0, 0, 1),
+                         both = failed(3, 2, 5, 1), padding = failed(3, 0, 0, 0);
+    cr_assert(nf_same_failure(&rstd_specials, &rstd_specials_more), "the counts are not the failure");
+    cr_assert(!nf_same_failure(&rstd_specials, &rstd_budget), "specials and budget violations confused");
+    cr_assert(!nf_same_failure(&rstd_specials, &y_specials), "another output's failure taken for it");
+    cr_assert(!nf_same_failure(&rstd_specials, &both), "a failure that grew another way kept");
+    cr_assert(nf_same_failure(&padding, &padding), "a failure outside the outputs (padding overwritten)");
+    nf_case_result zero = failed(3, 1, 0, 0);
+    zero.out[1].st.zero_row_failures = 2;
+    cr_assert(!nf_same_failure(&zero, &padding));
+    nf_case_result all_zero = failed(3, 1, 0, 0);
+    all_zero.out[1].st.all_zero_fail = 1;
+    cr_assert(!nf_same_failure(&all_zero, &zero));
+    nf_case_result pass = rstd_specials;
+    pass.verdict = NF_V_PASS;
+    cr_assert(!nf_same_failure(&pass, &rstd_specials), "a pass taken for a failure");
+    const nf_case_result fewer = failed(2, 1, 0, 1);
+    cr_assert(!nf_same_failure(&fewer, &rstd_specials), "results of different outputs compared");
 }
 
 Test(fuzz_repro, repro_line_names_seed_case_op_impl_and_shape)

@@ -208,6 +208,27 @@ int nf_shrink_case(nf_case *c, nf_fails_fn fails, void *user)
     return kept;
 }
 
+/* Bit 4k + class for each way output k fails. */
+_Static_assert(4 * NF_MAX_OUTPUTS <= 32, "a failure signature holds four bits per output");
+static uint32_t failure_signature(const nf_case_result *r)
+{
+    uint32_t sig = 0;
+    for (int k = 0; k < r->nout && k < NF_MAX_OUTPUTS; ++k) {
+        const nf_cmp_stats *st = &r->out[k].st;
+        sig |= (uint32_t)(st->violations > 0) << (4 * k);
+        sig |= (uint32_t)(st->special_mismatches > 0) << (4 * k + 1);
+        sig |= (uint32_t)(st->zero_row_failures > 0) << (4 * k + 2);
+        sig |= (uint32_t)(st->all_zero_fail != 0) << (4 * k + 3);
+    }
+    return sig;
+}
+
+int nf_same_failure(const nf_case_result *a, const nf_case_result *b)
+{
+    return a->verdict == NF_V_FAIL && b->verdict == NF_V_FAIL && a->nout == b->nout &&
+           failure_signature(a) == failure_signature(b);
+}
+
 int nf_fuzz_case_shaped(const nf_fuzz_cfg *cfg, int64_t index, const char *shape, nf_case *c)
 {
     nf_fuzz_case(cfg, index, c);

@@ -47,6 +47,12 @@ int nf_mpi_rank(int *rank, int *size);
  * no halving keeps the failure.  Returns the number of halvings kept. */
 typedef int (*nf_fails_fn)(const nf_case *c, void *user);
 int nf_shrink_case(nf_case *c, nf_fails_fn fails, void *user);
+/* Whether two judged failures are the same failure, the test a shrunk case
+ * must pass to stand for the one found: both FAIL, and the same outputs fail
+ * in the same ways (budget violations, special-value mismatches, zero-row
+ * failures, all-zero results).  A halving that fails otherwise has found
+ * another bug, and its repro would send the reader after that one. */
+int nf_same_failure(const nf_case_result *a, const nf_case_result *b);
 
 /* One-line repro of case `index` (shape override when shrunk != NULL). */
 void nf_fuzz_repro(char *buf, size_t len, const nf_fuzz_cfg *cfg, int64_t index,

@@ -19,17 +19,18 @@ static double now_s(void)
 typedef struct shrink_ctx {
     nf_context *ctx;
     const nf_entry *e;
+    const nf_case_result *found; /* the failure being shrunk */
     int runs;
 } shrink_ctx;
 
-/* The shrink predicate: the case still fails the same way (a judged failure). */
+/* The shrink predicate: the case still fails, and the same way (nf_same_failure). */
 static int still_fails(const nf_case *c, void *user)
 {
     shrink_ctx *s = user;
     nf_case_result r;
     ++s->runs;
     nf_run_case(s->ctx, s->e, c, NULL, &r);
-    return r.verdict == NF_V_FAIL;
+    return nf_same_failure(&r, s->found);
 }
 
 int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
@@ -110,7 +111,7 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
             }
             if (nf_verdict_is_failure(r.verdict)) {
                 if (o->shrink && r.verdict == NF_V_FAIL) {
-                    shrink_ctx sc = {ctx, e, 0};
+                    shrink_ctx sc = {ctx, e, &r, 0};
                     if (nf_shrink_case(&shrunk, still_fails, &sc) > 0)
                         sp = &shrunk;
                 }

@@ -194,10 +194,8 @@ static void tally_result(tally *t, const nf_entry *e, const nf_case *c, const nf
             const nf_cmp_stats *st = &r->out[k].st;
             if (r->out[k].pass)
                 continue;
-            char first[96] = "";
-            if (st->special_mismatches > 0)
-                snprintf(first, sizeof first, " (first (%lld,%lld) got %.6g want %.6g)", (long long)st->special_row,
-                         (long long)st->special_col, st->special_got, st->special_want);
+            char first[160];
+            nf_cmp_first_special(first, sizeof first, st);
             snprintf(why, sizeof why, "%s: %lld violations, %lld special mismatches%s, %lld zero-row failures, "
                      "max %.3g ulp, worst (%lld,%lld) got %.6g want %.6g allowed %.3g",
                      r->out[k].name, (long long)st->violations, (long long)st->special_mismatches, first,

@@ -177,12 +177,19 @@ int nf_incumbent_ok(const nf_cmp_stats *candidate, const nf_cmp_stats *incumbent
            candidate->p999_ratio <= 2.0 * incumbent->p999_ratio + noise_floor;
 }
 
+void nf_cmp_first_special(char *buf, size_t len, const nf_cmp_stats *st)
+{
+    if (st->special_mismatches > 0)
+        snprintf(buf, len, " (first (%lld,%lld) got %.9g want %.9g)", (long long)st->special_row,
+                 (long long)st->special_col, st->special_got, st->special_want);
+    else if (len > 0)
+        buf[0] = '\0';
+}
+
 void nf_cmp_print(FILE *f, const char *label, const nf_cmp_stats *st)
 {
-    char first[160] = "";
-    if (st->special_mismatches > 0)
-        snprintf(first, sizeof first, " (first (%lld,%lld) got %.9g want %.9g)", (long long)st->special_row,
-                 (long long)st->special_col, st->special_got, st->special_want);
+    char first[160];
+    nf_cmp_first_special(first, sizeof first, st);
     fprintf(f,
             "%s: n=%lld, max %.3g ulp (p99.9 %.3g, mean %.3g), rel max %.3g (p99.9 %.3g, mean %.3g), "
             "err/allowed max %.3g (p99.9 %.3g), worst (%lld,%lld) got %.9g want %.9g allowed %.3g, "

@@ -78,6 +78,9 @@ int nf_incumbent_ok(const nf_cmp_stats *candidate, const nf_cmp_stats *incumbent
  * (r,c) got .. want .. allowed .., violations 0, specials 0, ...", and with a
  * special mismatch "..., specials 2 (first (r,c) got nan want 1.5), ..." */
 void nf_cmp_print(FILE *f, const char *label, const nf_cmp_stats *st);
+/* " (first (r,c) got G want W)" for st's first special mismatch into buf, ""
+ * when it has none: the words nf_cmp_print puts after "specials N". */
+void nf_cmp_first_special(char *buf, size_t len, const nf_cmp_stats *st);
 
 #ifdef __cplusplus
 }

@@ -3,9 +3,10 @@
  * judge) against the oracles under the SPEC.md section 5 budgets, on fresh
  * seeded random inputs over awkward shapes: n = 1, 7, 127, 769, 4095, 65536,
  * M = 1, 3, 1000, ld > n, misaligned pointers (scalar path), mean-shifted
- * rows, zero rows, and the backward's clusters of 4, 2 and 1 CTAs (the H200
- * takes 8 for these shapes, whose grids leave slots free, and 2 for the
- * bench's, whose grids fill every slot: ref/NOTES.md item 34).  Small shapes
+ * rows, zero rows, constant LayerNorm rows up to the bf16 maximum, and the
+ * backward's clusters of 4, 2 and 1 CTAs (the H200 takes 8 for these shapes,
+ * whose grids leave slots free, and 2 for the bench's, whose grids fill
+ * every slot: ref/NOTES.md item 34).  Small shapes
  * use the MPFR oracle, large ones the fast oracle on a row sample.  Outputs
  * are poisoned (0xFFFF) before each launch and must all be written.
  *
@@ -272,6 +273,61 @@ Test(ref_norm, backward_cluster_sizes_within_budget)
     for (int i = 0; i < COUNT(sizes); ++i)
         run_cases_clustered(NF_IMPL_REF, smem_column_cases, COUNT(smem_column_cases), 4000 + 100 * (uint64_t)i,
                             sizes[i]);
+}
+/* A LayerNorm row of one repeated value has mean = that value and variance 0,
+ * so y = 0 * rstd * g + b = b exactly and rstd = 1/sqrt(eps), however large
+ * the value.  Rows beyond ~2^118 take the rescaled statistics (ref/norm_fwd.cu
+ * row_stats), whose reciprocal scale once overflowed there: y = 0 * Inf = NaN
+ * (found by the fuzzer at n = 1, near_bf16_max).  n = 1 and 7 take the
+ * scalar path, 8 and 1024 the vectorised one. */
+Test(ref_norm, constant_layernorm_rows_give_the_bias_at_any_magnitude)
+{
+    static const double values[] = {3.0e38, -3.3e38, 1.0e37, 0x1p118, -1.0e30, 1.5};
+    static const int64_t lengths[] = {1, 7, 8, 1024};
+    enum { M = (int)(sizeof values / sizeof values[0]) };
+    const float eps = NF_LAYERNORM_DEFAULT_EPS;
+    nf_context *ctx = NULL;
+    NF_CHECK(nf_context_create(&ctx, 0));
+    nf_rng r;
+    nf_rng_seed(&r, nf_test_seed(DEFAULT_SEED));
+    for (int li = 0; li < COUNT(lengths); ++li) {
+        const int64_t n = lengths[li];
+        nf_bf16 *x = calloc((size_t)(M * n), 2), *g = calloc((size_t)n, 2), *b = calloc((size_t)n, 2),
+                *y = calloc((size_t)(M * n), 2);
+        float mean[M], rstd[M];
+        for (int i = 0; i < M; ++i)
+            for (int64_t j = 0; j < n; ++j)
+                x[i * n + j] = nf_double_to_bf16(values[i]);
+        nf_rng_fill_bf16(&r, g, n, NF_DIST_NORMAL, 0.5, 1.0);
+        nf_rng_fill_bf16(&r, b, n, NF_DIST_NORMAL, 0.5, 0.0);
+        nf_bf16 *d_x = gpu_upload(x, (size_t)(M * n) * 2, 0), *d_g = gpu_upload(g, (size_t)n * 2, 0),
+                *d_b = gpu_upload(b, (size_t)n * 2, 0), *d_y = gpu_alloc((size_t)(M * n) * 2, 0);
+        float *d_mean = gpu_alloc(M * 4, 0), *d_rstd = gpu_alloc(M * 4, 0);
+        nf_norm_fwd_args a = {NF_NORM_LAYER, M, n, d_x, n, d_g, d_b, eps, d_y, n, d_mean, d_rstd};
+        NF_CHECK(nf_norm_fwd(ctx, NF_IMPL_REF, &a));
+        gpu_download(y, d_y, (size_t)(M * n) * 2);
+        gpu_download(mean, d_mean, M * 4);
+        gpu_download(rstd, d_rstd, M * 4);
+        const double want_rstd = 1.0 / sqrt((double)eps);
+        for (int i = 0; i < M; ++i) {
+            cr_expect_eq(mean[i], (float)nf_bf16_to_double(x[i * n]), "n=%lld row %d (x = %g): mean %.9g",
+                         (long long)n, i, values[i], mean[i]);
+            cr_expect(fabs(rstd[i] - want_rstd) <= 4e-7 * want_rstd, "n=%lld row %d (x = %g): rstd %.9g, want %.9g",
+                      (long long)n, i, values[i], rstd[i], want_rstd);
+            int64_t bad = 0, first = -1;
+            for (int64_t j = 0; j < n; ++j)
+                if (y[i * n + j] != b[j] && bad++ == 0)
+                    first = j;
+            cr_expect_eq(bad, 0, "n=%lld row %d (x = %g): %lld elements of y are not b, first y[%lld] = %g, b = %g",
+                         (long long)n, i, values[i], (long long)bad, (long long)first,
+                         first < 0 ? 0.0 : nf_bf16_to_double(y[i * n + first]),
+                         first < 0 ? 0.0 : nf_bf16_to_double(b[first]));
+        }
+        gpu_free(d_x, 0); gpu_free(d_g, 0); gpu_free(d_b, 0); gpu_free(d_y, 0);
+        gpu_free(d_mean, 0); gpu_free(d_rstd, 0);
+        free(x); free(g); free(b); free(y);
+    }
+    nf_context_destroy(ctx);
 }
 Test(cudnn_norm, aligned_shapes_within_budget)
 {

@@ -74,7 +74,16 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
         float mx = 0.0f;
         row([&](float v) { mx = fmaxf(mx, fabsf(v)); });
         mx = nf_group_max<TPR>(mx, scratch);
-        const float sc = rescale ? nf_pow2_scale(mx) : 1.0f;
+        /* s_max brings the largest |x| to [1, 2).  The scale is raised to
+         * 2^-126 / sqrt(eps) where s_max is below it: r_s = 1/sqrt(var_s +
+         * eps s^2) <= 1/(sqrt(eps) s) must stay finite, or a row of variance 0
+         * (n = 1, or one value repeated) beyond ~2^120 gives y = 0 * Inf = NaN
+         * where it is b.  Never past 2^40 s_max, so |x| s < 2^41 and the
+         * scaled sums stay finite whatever eps; r_s stays finite for any
+         * eps >= 2^-80 (for eps = 1e-5 the scale stops at 2^-117). */
+        const float s_max = nf_pow2_scale(mx);
+        const float sc =
+            rescale ? fmaxf(s_max, fminf(nf_pow2_scale(sqrtf(eps)) * 0x1p-126f, s_max * 0x1p40f)) : 1.0f;
         float mu_s = 0.0f;
         if constexpr (LN) {
             float s = 0.0f;

@@ -447,15 +447,14 @@ nf_status launch_config(nf_context *ctx, int64_t M, int64_t N, cudaLaunchConfig_
         cfg->attrs = attr;
         cfg->numAttrs = 1;
         /* Asked once per context: the answer is the device's, not the shape's. */
-        const void *key = reinterpret_cast<const void *>(prenorm_gemm_fwd_kernel<C>);
         int clusters = 0;
-        if (!nf_ctx_occupancy_find(ctx, key, C::THREADS, smem, C::CLUSTER, &clusters)) {
-            cfg->gridDim = dim3(slots / C::CLUSTER * C::CLUSTER);
-            NF_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, prenorm_gemm_fwd_kernel<C>, cfg));
-            nf_ctx_occupancy_keep(ctx, key, C::THREADS, smem, C::CLUSTER, clusters);
-        }
-        if (clusters > 0)
-            slots = clusters * C::CLUSTER;
+        NF_TRY(nf_ctx_occupancy(ctx, reinterpret_cast<const void *>(prenorm_gemm_fwd_kernel<C>), C::THREADS,
+                                smem, C::CLUSTER, &clusters));
+        if (clusters == 0)
+            return nf_fail(NF_ERR_UNSUPPORTED_DEVICE, "nf_prenorm_gemm_fwd",
+                           "the device runs no cluster of %d CTAs of the BN = %d, %d-stage kernel",
+                           C::CLUSTER, C::BN, C::STAGES);
+        slots = clusters * C::CLUSTER;
     }
     *resident = slots;
     cfg->gridDim = dim3(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER));

@@ -844,12 +844,8 @@ nf_status columns_smem(Kernel kernel, const nf_norm_bwd_args *a, size_t *smem)
 template <class Kernel>
 nf_status resident_ctas(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t *resident)
 {
-    const void *key = reinterpret_cast<const void *>(kernel);
     int per_sm = 0;
-    if (!nf_ctx_occupancy_find(ctx, key, cta, smem, 0, &per_sm)) {
-        NF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, cta, smem));
-        nf_ctx_occupancy_keep(ctx, key, cta, smem, 0, per_sm);
-    }
+    NF_TRY(nf_ctx_occupancy(ctx, reinterpret_cast<const void *>(kernel), cta, smem, 0, &per_sm));
     *resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
     return NF_OK;
 }
@@ -891,20 +887,12 @@ cudaLaunchConfig_t cluster_launch(int64_t grid, int cta, size_t smem, cudaStream
 }
 
 /* How many clusters of `cluster` CTAs of `kernel` run at once: 0 where that
- * size is not taken (the runtime refuses it); asked once per context. */
+ * size is not taken (the runtime refuses it; asking about a cluster size
+ * cannot fail). */
 template <class Kernel> int clusters_fit(nf_context *ctx, Kernel kernel, int cta, size_t smem, int cluster)
 {
-    const void *key = reinterpret_cast<const void *>(kernel);
     int fit = 0;
-    if (nf_ctx_occupancy_find(ctx, key, cta, smem, cluster, &fit))
-        return fit;
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_launch(cluster, cta, smem, NULL, cluster, &attr);
-    if (cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError(); /* not a launch error: this size is just not taken */
-        fit = 0;
-    }
-    nf_ctx_occupancy_keep(ctx, key, cta, smem, cluster, fit);
+    (void)nf_ctx_occupancy(ctx, reinterpret_cast<const void *>(kernel), cta, smem, cluster, &fit);
     return fit;
 }
 

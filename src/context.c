@@ -26,7 +26,7 @@ struct nf_context {
         const void *kernel;
         int cta, cluster, value;
         size_t smem;
-    } occ[NF_OCCUPANCY_KEPT]; /* nf_ctx_occupancy_keep's answers, occ_n of them */
+    } occ[NF_OCCUPANCY_KEPT]; /* nf_ctx_occupancy's answers, occ_n of them */
     int occ_n;
 };
 
@@ -109,7 +109,7 @@ int nf_ctx_arch(const nf_context *ctx) { return ctx->arch; }
 int nf_ctx_sm_count(const nf_context *ctx) { return ctx->sm_count; }
 int nf_ctx_max_cluster(const nf_context *ctx) { return ctx->max_cluster; }
 
-int nf_ctx_occupancy_find(const nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster,
+static int occupancy_find(const nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster,
                           int *value)
 {
     const int kept = ctx->occ_n < NF_OCCUPANCY_KEPT ? ctx->occ_n : NF_OCCUPANCY_KEPT;
@@ -122,7 +122,7 @@ int nf_ctx_occupancy_find(const nf_context *ctx, const void *kernel, int cta, si
     return 0;
 }
 
-void nf_ctx_occupancy_keep(nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster, int value)
+static void occupancy_keep(nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster, int value)
 {
     const int i = ctx->occ_n++ % NF_OCCUPANCY_KEPT;
     ctx->occ[i].kernel = kernel;
@@ -130,6 +130,38 @@ void nf_ctx_occupancy_keep(nf_context *ctx, const void *kernel, int cta, size_t 
     ctx->occ[i].smem = smem;
     ctx->occ[i].cluster = cluster;
     ctx->occ[i].value = value;
+}
+
+nf_status nf_ctx_occupancy(nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster, int *value)
+{
+    if (occupancy_find(ctx, kernel, cta, smem, cluster, value))
+        return NF_OK;
+    cudaError_t e;
+    if (cluster == 0) {
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(value, kernel, cta, smem);
+        if (e != cudaSuccess)
+            return nf_fail(NF_ERR_CUDA, "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+                           "%d threads, %zu bytes of shared memory: %s", cta, smem, cudaGetErrorString(e));
+    } else {
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = (unsigned)cluster;
+        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg = {0};
+        cfg.gridDim.x = (unsigned)cluster;
+        cfg.gridDim.y = cfg.gridDim.z = 1;
+        cfg.blockDim.x = (unsigned)cta;
+        cfg.blockDim.y = cfg.blockDim.z = 1;
+        cfg.dynamicSmemBytes = smem;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        if (cudaOccupancyMaxActiveClusters(value, kernel, &cfg) != cudaSuccess) {
+            (void)cudaGetLastError(); /* not a launch error: this size is just not taken */
+            *value = 0;
+        }
+    }
+    occupancy_keep(ctx, kernel, cta, smem, cluster, *value);
+    return NF_OK;
 }
 
 nf_status nf_ctx_set_max_cluster(nf_context *ctx, int max_cluster)

@@ -68,16 +68,16 @@ int nf_ctx_sm_count(const nf_context *ctx);
 #define NF_MAX_CLUSTER 8
 int nf_ctx_max_cluster(const nf_context *ctx);
 nf_status nf_ctx_set_max_cluster(nf_context *ctx, int max_cluster);
-/* Occupancy answers kept per context, so a launcher asks the runtime once per
- * question instead of once per launch: the question is a kernel, its threads
- * per CTA, its dynamic shared memory and a cluster size (0: resident CTAs
- * per SM), and its answer does not change while the context (one device)
- * lives.  find: 1 and *value where the question was kept, else 0.  keep
- * overwrites the oldest of NF_OCCUPANCY_KEPT answers when full. */
+/* The device's answer to an occupancy question, asked of the runtime once
+ * per context (NF_OCCUPANCY_KEPT answers kept, the oldest overwritten when
+ * full): for `kernel` with cta threads per CTA and smem bytes of dynamic
+ * shared memory, cluster 0 asks how many CTAs are resident per SM, cluster
+ * c > 0 how many clusters of c CTAs along x run at once (0 where the
+ * runtime refuses that size: a size not taken, not an error).  The answer
+ * does not change while the context (one device) lives.  The kernel's
+ * dynamic shared memory limit must be set before it is asked. */
 #define NF_OCCUPANCY_KEPT 64
-int nf_ctx_occupancy_find(const nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster,
-                          int *value);
-void nf_ctx_occupancy_keep(nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster, int value);
+nf_status nf_ctx_occupancy(nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster, int *value);
 /* Lazily created library handles (NULL plus a recorded error on failure). */
 nf_status nf_ctx_cublaslt(nf_context *ctx, struct cublasLtContext **handle);
 nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle);

@@ -194,10 +194,7 @@ int nf_cmd_check(int argc, char **argv)
     if (impl && (!named || named->op != c.op)) { /* before any device work: a typo is not a skip */
         fprintf(stderr, "normfuse check: --impl: '%s' is not an entry of op %s; its entries:", impl,
                 nf_op_name(c.op));
-        for (int k = 0; k < nf_registry_count(); ++k)
-            if (nf_registry_get(k)->op == c.op)
-                fprintf(stderr, " %s", nf_registry_get(k)->name);
-        fprintf(stderr, "\n");
+        nf_registry_print_names(stderr, c.op);
         goto bad;
     }
     int count = 0;

@@ -93,9 +93,8 @@ int nf_cmd_fuzz(int argc, char **argv)
     if (nf_arg_none_left("fuzz", argc, argv))
         return 2;
     if (o.impl && !nf_registry_find(o.impl)) {
-        fprintf(stderr, "normfuse fuzz: no registry entry '%s'; entries:\n", o.impl);
-        for (int i = 0; i < nf_registry_count(); ++i)
-            fprintf(stderr, "  %s\n", nf_registry_get(i)->name);
+        fprintf(stderr, "normfuse fuzz: --impl: '%s' is not a registry entry; the entries:", o.impl);
+        nf_registry_print_names(stderr, NF_OP_COUNT);
         return 2;
     }
     if (o.impl && o.cfg.nops > 0) { /* else every case would skip the entry: 0 runs */

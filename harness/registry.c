@@ -154,6 +154,14 @@ const nf_entry *nf_registry_find(const char *name)
     return NULL;
 }
 
+void nf_registry_print_names(FILE *f, nf_op op)
+{
+    for (int i = 0; i < nf_registry_count(); ++i)
+        if (op == NF_OP_COUNT || nf_registry_get(i)->op == op)
+            fprintf(f, " %s", nf_registry_get(i)->name);
+    fputc('\n', f);
+}
+
 const char *nf_entry_unjudged(const nf_entry *e, const nf_case *c)
 {
     const unsigned bit = 1u << c->dist;

@@ -11,6 +11,8 @@
 #ifndef NF_HARNESS_REGISTRY_H
 #define NF_HARNESS_REGISTRY_H
 
+#include <stdio.h>
+
 #include "case.h"
 
 #ifdef __cplusplus
@@ -78,6 +80,10 @@ const char *nf_entry_unjudged(const nf_entry *e, const nf_case *c);
 int nf_registry_count(void);
 const nf_entry *nf_registry_get(int i);
 const nf_entry *nf_registry_find(const char *name);
+/* The names of op's entries, each after a space (op NF_OP_COUNT: every
+ * entry's), then a newline, on f: what a command lists for an --impl it does
+ * not know. */
+void nf_registry_print_names(FILE *f, nf_op op);
 /* The incumbent (NF_ENTRY_INCUMBENT) entry of `op`, or NULL. */
 const nf_entry *nf_registry_incumbent(nf_op op);
 /* Add an entry (a test's planted bug, a kernel under development); the

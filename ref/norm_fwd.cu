@@ -6,11 +6,8 @@
  *              rstd_i = 1 / sqrt(var_i + eps);  y_ij = (x_ij - mu_i) rstd_i g_j + b_j
  *
  * bf16 in and out, fp32 statistics and arithmetic; any n in 1..65536, any M,
- * any ld >= n.  The variance is never E[x^2] - mu^2: each thread takes the
- * two-pass moments of its own values (its mean, then its centred squares)
- * and one reduction merges them pairwise (Chan, Golub and LeVeque), whose
- * error grows with log(n) |mu|/sigma, so rows with |mu|/sigma up to ~1e3
- * keep their accuracy and the row needs one group reduction, not two.
+ * any ld >= n.  The variance is two-pass over the cached row (never
+ * E[x^2] - mu^2), so rows with |mu|/sigma up to ~1e3 keep their accuracy.
  * Every finite bf16 row is in range: rows whose fp32 sums would overflow
  * (max|x| beyond ~2^63, up to the bf16 maximum) or underflow (subnormal
  * rows) are rescaled by a power of two (row_stats, ref_cuda.cuh).
@@ -35,62 +32,10 @@ namespace {
 /* y = (x s - mu_s) r_s (g) (+ b): s = 1, mu_s = mean, r_s = rstd except on the
  * rescaled rows (ref_cuda.cuh), where s is a power of two, mu_s = mean s and
  * r_s = rstd / s. */
-/* Floats of shared scratch row_stats needs per row group: group_moments' three
- * per warp (LayerNorm; RMSNorm's one sum takes one). */
-template <int TPR> constexpr int kRowScratch() { return 3 * nf_group_scratch_floats<TPR>(); }
-
 struct RowStats {
     float s, mu_s, r_s; /* what y uses          */
     float mean, rstd;   /* what the forward saves */
 };
-
-/* The moments (count c, sum s, centred sum of squares q) of two parts of a
- * row merged into a's (Chan, Golub and LeVeque's pairwise update):
- * q = qa + qb + (mb - ma)^2 ca cb / (ca + cb), with m = s / c.  Symmetric in
- * its operands to the bit (a - b = -(b - a); + and * commute), so a
- * butterfly leaves every lane with the same moments; the sums add exactly as
- * nf_group_sum adds them, so the mean is bitwise the plain sum's. */
-__device__ __forceinline__ void moments_merge(float &c, float &s, float &q, float cb, float sb, float qb)
-{
-    if (cb == 0.0f)
-        return;
-    if (c == 0.0f) {
-        c = cb, s = sb, q = qb;
-        return;
-    }
-    const float d = __fdividef(sb, cb) - __fdividef(s, c), n = c + cb;
-    q = (q + qb) + d * d * __fdividef(c * cb, n);
-    s = s + sb;
-    c = n;
-}
-
-/* The row's moments over the GROUP threads that share it: one barrier (when
- * GROUP > 32) where a mean, then a centred sum, take two.  scratch: 3
- * nf_group_scratch_floats<GROUP>() floats, untouched since the block began. */
-template <int GROUP>
-__device__ __forceinline__ void group_moments(float &c, float &s, float &q, float *scratch)
-{
-#pragma unroll
-    for (int o = NF_WARP / 2; o > 0; o >>= 1) {
-        const float cb = __shfl_xor_sync(0xffffffffu, c, o), sb = __shfl_xor_sync(0xffffffffu, s, o),
-                    qb = __shfl_xor_sync(0xffffffffu, q, o);
-        moments_merge(c, s, q, cb, sb, qb);
-    }
-    if constexpr (GROUP > NF_WARP) {
-        constexpr int WARPS = GROUP / NF_WARP;
-        const int lane = threadIdx.x % NF_WARP, warp = (threadIdx.x % GROUP) / NF_WARP;
-        if (lane == 0) {
-            scratch[warp] = c;
-            scratch[WARPS + warp] = s;
-            scratch[2 * WARPS + warp] = q;
-        }
-        __syncthreads();
-        c = scratch[0], s = scratch[WARPS], q = scratch[2 * WARPS];
-#pragma unroll
-        for (int w = 1; w < WARPS; ++w)
-            moments_merge(c, s, q, scratch[w], scratch[WARPS + w], scratch[2 * WARPS + w]);
-    }
-}
 
 /*
  * The statistics of one row from `row`, which calls f(x_j) for the elements
@@ -100,37 +45,31 @@ __device__ __forceinline__ void group_moments(float &c, float &s, float &q, floa
  * a rare third and fourth pass on x * s (see nf_pow2_scale), with the final
  * rstd formed in double so that neither it nor r_s is rounded twice.
  */
-/* scratch: kRowScratch<TPR>() floats of the group's, untouched since the block
- * began (a CTA per row group), so the one reduction of the plain pass needs
- * no barrier to guard it; the rare rescaling pass reuses it with that
- * barrier. */
+/* scratch: 2 nf_group_scratch_floats<TPR>() floats of the group's, untouched since the
+ * block began (a CTA per row group): the mean and the sum of squares reduce
+ * through a buffer each, so neither needs the barrier that guards a reused
+ * buffer; the rare rescaling pass reuses the first with that barrier. */
 template <int TPR, bool LN, class Row>
 __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float eps, float *scratch)
 {
     const float fn = (float)n;
-    float mu = 0.0f, ss = 0.0f, sum = 0.0f;
+    float *const ss_scratch = scratch + (LN ? nf_group_scratch_floats<TPR>() : 0);
+    float mu = 0.0f;
     if constexpr (LN) {
-        /* each thread's own mean and centred squares (its values are in
-         * registers, or in cache), then one merge over the group */
-        float c = 0.0f;
-        row([&](float v) { sum += v, c += 1.0f; });
-        const float m = c > 0.0f ? sum / c : 0.0f;
-        row([&](float v) {
-            const float d = v - m;
-            ss = fmaf(d, d, ss);
-        });
-        group_moments<TPR>(c, sum, ss, scratch);
-        mu = sum / fn; /* mu = (1/n) sum_j x_j */
-    } else {
-        row([&](float v) { ss = fmaf(v, v, ss); });
-        ss = nf_group_sum<TPR, true>(ss, scratch);
+        float s = 0.0f;
+        row([&](float v) { s += v; });
+        mu = nf_group_sum<TPR, true>(s, scratch) / fn; /* mu = (1/n) sum_j x_j */
     }
+    float ss = 0.0f;
+    row([&](float v) {
+        const float d = LN ? v - mu : v;
+        ss = fmaf(d, d, ss);
+    });
+    ss = nf_group_sum<TPR, true>(ss, ss_scratch);
     const float rstd = 1.0f / sqrtf(ss / fn + eps); /* rstd = 1/sqrt(var + eps), RMS: ms */
     RowStats st = {1.0f, mu, rstd, mu, rstd};
 
-    /* an Inf or NaN sum (LayerNorm) takes the rescaled pass too: the merged
-     * centred sum can be finite where the plain sum is not */
-    const bool rescale = nf_sum_out_of_range(ss) || (LN && !isfinite(sum));
+    const bool rescale = nf_sum_out_of_range(ss);
     if (nf_group_any<TPR, nf_cta_threads<TPR>() / TPR>(rescale)) {
         float mx = 0.0f;
         row([&](float v) { mx = fmaxf(mx, fabsf(v)); });
@@ -173,7 +112,7 @@ template <int TPR, int VPT, bool LN>
 __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
 {
     constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
-    __shared__ float scratch[ROWS][kRowScratch<TPR>()];
+    __shared__ float scratch[ROWS][2 * nf_group_scratch_floats<TPR>()];
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int64_t row = (int64_t)blockIdx.x * ROWS + group;
     const bool live = row < a.M;
@@ -263,7 +202,7 @@ __global__ void __launch_bounds__(nf_cta_threads<TPR>())
 norm_fwd_scalar(const nf_norm_fwd_args a)
 {
     constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
-    __shared__ float scratch[ROWS][kRowScratch<TPR>()];
+    __shared__ float scratch[ROWS][2 * nf_group_scratch_floats<TPR>()];
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int64_t row = (int64_t)blockIdx.x * ROWS + group;
     const bool live = row < a.M;

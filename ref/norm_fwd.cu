@@ -37,26 +37,6 @@ struct RowStats {
     float mean, rstd;   /* what the forward saves */
 };
 
-/* A thread's fold of its part of a row, run as kRowChains independent chains
- * (`row` passes each element with its chain, k in [0, kRowChains): element e
- * of each 8-vector goes to chain e % kRowChains on the vectorised path, all
- * to chain 0 on the scalar one) and joined pairwise at the end: a sum of 64
- * values per thread is four chains of 16 dependent adds, not one of 64. */
-constexpr int kRowChains = 4;
-template <class Row, class Step, class Join>
-__device__ __forceinline__ float row_fold(const Row &row, Step step, Join join)
-{
-    float acc[kRowChains] = {};
-    row([&](float v, int k) { acc[k] = step(acc[k], v); });
-#pragma unroll
-    for (int w = kRowChains / 2; w > 0; w /= 2)
-#pragma unroll
-        for (int k = 0; k < w; ++k)
-            acc[k] = join(acc[k], acc[k + w]);
-    return acc[0];
-}
-__device__ __forceinline__ float fold_add(float a, float b) { return a + b; }
-
 /*
  * The statistics of one row from `row`, which calls f(x_j) for the elements
  * this thread owns, always in the same order.  Every thread of the block calls
@@ -76,24 +56,23 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
     float *const ss_scratch = scratch + (LN ? nf_group_scratch_floats<TPR>() : 0);
     float mu = 0.0f;
     if constexpr (LN) {
-        const float s = row_fold(row, fold_add, fold_add);
+        float s = 0.0f;
+        row([&](float v) { s += v; });
         mu = nf_group_sum<TPR, true>(s, scratch) / fn; /* mu = (1/n) sum_j x_j */
     }
-    float ss = row_fold(
-        row,
-        [&](float a, float v) {
-            const float d = LN ? v - mu : v;
-            return fmaf(d, d, a);
-        },
-        fold_add);
+    float ss = 0.0f;
+    row([&](float v) {
+        const float d = LN ? v - mu : v;
+        ss = fmaf(d, d, ss);
+    });
     ss = nf_group_sum<TPR, true>(ss, ss_scratch);
     const float rstd = 1.0f / sqrtf(ss / fn + eps); /* rstd = 1/sqrt(var + eps), RMS: ms */
     RowStats st = {1.0f, mu, rstd, mu, rstd};
 
     const bool rescale = nf_sum_out_of_range(ss);
     if (nf_group_any<TPR, nf_cta_threads<TPR>() / TPR>(rescale)) {
-        float mx = row_fold(
-            row, [](float a, float v) { return fmaxf(a, fabsf(v)); }, [](float a, float b) { return fmaxf(a, b); });
+        float mx = 0.0f;
+        row([&](float v) { mx = fmaxf(mx, fabsf(v)); });
         mx = nf_group_max<TPR>(mx, scratch);
         /* s_max brings the largest |x| to [1, 2).  The scale is raised to
          * 2^-126 / sqrt(eps) where s_max is below it: r_s = 1/sqrt(var_s +
@@ -107,17 +86,15 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
             rescale ? fmaxf(s_max, fminf(nf_pow2_scale(sqrtf(eps)) * 0x1p-126f, s_max * 0x1p40f)) : 1.0f;
         float mu_s = 0.0f;
         if constexpr (LN) {
-            const float s = row_fold(
-                row, [&](float a, float v) { return fmaf(v, sc, a); }, fold_add);
+            float s = 0.0f;
+            row([&](float v) { s += v * sc; });
             mu_s = nf_group_sum<TPR>(s, scratch) / fn;
         }
-        float ss_s = row_fold(
-            row,
-            [&](float a, float v) {
-                const float d = LN ? v * sc - mu_s : v * sc;
-                return fmaf(d, d, a);
-            },
-            fold_add);
+        float ss_s = 0.0f;
+        row([&](float v) {
+            const float d = LN ? v * sc - mu_s : v * sc;
+            ss_s = fmaf(d, d, ss_s);
+        });
         ss_s = nf_group_sum<TPR>(ss_s, scratch);
         if (sc != 1.0f) {
             /* r_s = 1/sqrt(var_s + eps s^2) = rstd / s */
@@ -159,7 +136,7 @@ __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
                 nf_unpack8(xv[k], x);
 #pragma unroll
                 for (int e = 0; e < NF_VEC; ++e)
-                    f(x[e], e % kRowChains);
+                    f(x[e]);
             }
         }
 #pragma unroll
@@ -235,7 +212,7 @@ norm_fwd_scalar(const nf_norm_fwd_args a)
     /* one pass over the row through the cache */
     auto strided = [&](auto &&f) {
         for (int64_t j = t; j < n; j += TPR)
-            f(nf_ld(x, j), 0);
+            f(nf_ld(x, j));
     };
     const RowStats st = row_stats<TPR, LN>(strided, a.n, a.eps, scratch[group]);
     if (!live)

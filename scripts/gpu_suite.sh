@@ -69,6 +69,14 @@ if has bench; then
     echo "gpu_suite: bench failed"
   clock_log_stop
   grep -E "=>|ceilings|ERR" "$out/bench.log" | tail -40
+  # the norms against their goal (issue 3), where the bench ran them
+  rc=0
+  goals="$(python3 "$root/scripts/norm_goals.py" "$out/bench.json" 2>&1)" || rc=$?
+  if [ "$rc" -le 1 ]; then
+    report_header "$out/norm_goals.txt" "scripts/norm_goals.py bench.json"
+    printf '%s\n' "$goals" >> "$out/norm_goals.txt"
+    tail -1 "$out/norm_goals.txt"
+  fi
 fi
 if has profile; then
   # Nsight Compute over a bench run (NF_PROFILE_ARGS: the bench's options;

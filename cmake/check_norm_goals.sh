@@ -1,0 +1,54 @@
+#!/bin/sh
+# check_norm_goals.sh SCRIPT: scripts/norm_goals.py on a run whose numbers are
+# known.  Copy bandwidth 4.0 TB/s; every point of the goal at 0.95 of it but
+# three: the LayerNorm forward at n = 16384, 2^26 at 0.880 (a miss), the
+# RMSNorm backward at n = 4096, 2^28 at exactly 0.85 (met: the goal is >=),
+# and the LayerNorm backward at n = 1024, 2^26, which failed (a miss).  A
+# second, slower case of a shape already seen (another grid's) must not be
+# read, nor the vendor's rows under --impl ref.
+set -eu
+# shellcheck source=cmake/check_lib.sh
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
+script_and_scratch check_norm_goals "$@"
+"$py" - "$dir/bench.json" <<'PY'
+import json, sys
+bw = 4.0
+cases = []
+for op in ("rmsnorm_fwd", "layernorm_fwd", "rmsnorm_bwd", "layernorm_bwd"):
+    for size in (1 << 26, 1 << 28):
+        for n in (1024, 2048, 4096, 8192, 16384):
+            frac = 0.95
+            if (op, size, n) == ("layernorm_fwd", 1 << 26, 16384): frac = 0.88
+            if (op, size, n) == ("rmsnorm_bwd", 1 << 28, 4096): frac = 0.85
+            nbytes = 1e9
+            t = nbytes / (frac * bw * 1e12) * 1e6
+            if frac == 0.85:  # bytes and time whose quotient is 0.85 to the bit in norm_goals.py's arithmetic
+                nbytes, t = 3.4e9, 1000.0
+            if (op, size, n) == ("layernorm_bwd", 1 << 26, 1024): t = None
+            cases.append({"op": op, "impl": "ref", "shape": {"M": size // n, "n": n}, "bytes": nbytes, "time_us": t})
+            cases.append({"op": op, "impl": "vendor", "shape": {"M": size // n, "n": n}, "bytes": nbytes,
+                          "time_us": nbytes / (0.5 * bw * 1e12) * 1e6})
+# the pre-norm grid's RMSNorm at a shape of the norm grid, slower: not read
+cases.append({"op": "rmsnorm_fwd", "impl": "ref", "shape": {"M": 65536, "n": 1024}, "bytes": 1e9, "time_us": 1e6})
+json.dump({"gpu": "test", "copy_bw_tbs": bw, "mm_peak_tflops": 800.0, "cases": cases}, open(sys.argv[1], "w"))
+PY
+rc=0
+out="$("$py" "$script" "$dir/bench.json")" || rc=$?
+expect "$out" '^layernorm_fwd +0\.90 +2\^26 +0\.950 +0\.950 +0\.950 +0\.950 +0\.880\*$' "a miss, marked"
+expect "$out" '^rmsnorm_bwd +0\.85 +2\^28 +0\.950 +0\.950 +0\.850 +0\.950 +0\.950$' "a point exactly on the goal is met"
+expect "$out" '^layernorm_bwd +0\.85 +2\^26 +- +0\.950' "a failed case, missing"
+expect "$out" '^rmsnorm_fwd +0\.90 +2\^26 +0\.950 ' "the first case of a shape is read"
+expect "$out" '^goal met at 38 of 40 points; not: layernorm_fwd n=16384 2\^26 0\.880, layernorm_bwd n=1024 2\^26 missing$' "the summary"
+[ "$rc" = 1 ] || { echo "FAIL: exit $rc with points under the goal, not 1"; status=1; }
+rc=0
+vendor="$("$py" "$script" --impl vendor "$dir/bench.json")" || rc=$?
+expect "$vendor" '^goal met at 0 of 40 points' "--impl vendor reads the vendor's rows"
+rc=0
+"$py" "$script" "$dir/missing.json" > /dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || { echo "FAIL: a missing file exited $rc, not 2"; status=1; }
+printf '{"copy_bw_tbs": 4.0, "cases": [{"op": "gemm", "impl": "cublaslt", "shape": {"M": 8, "K": 8, "N": 8}, "bytes": 1, "time_us": 1}]}' > "$dir/gemm.json"
+rc=0
+"$py" "$script" "$dir/gemm.json" > /dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || { echo "FAIL: a run without norm cases exited $rc, not 2"; status=1; }
+[ "$status" = 0 ] && echo "PASS: norm_goals.py reads the goal as expected"
+exit "$status"

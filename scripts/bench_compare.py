@@ -38,6 +38,14 @@ def load(path):
     return run, cases
 
 
+def copy_fraction(run, c):
+    """Case c's bytes moved per second as a fraction of its run's measured copy
+    bandwidth, or None where it failed (no time): the measure of the norms' goal."""
+    if not c.get("time_us"):
+        return None
+    return c["bytes"] / (c["time_us"] * 1e-6) / 1e12 / run["copy_bw_tbs"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="+")
@@ -54,11 +62,9 @@ def main():
 
     def value(run, c):
         """The case's number in this run, or None where it failed."""
-        if c.get("time_us") is None:
-            return None
         if args.time:
-            return c["time_us"]
-        return c["bytes"] / (c["time_us"] * 1e-6) / 1e12 / run["copy_bw_tbs"]
+            return c.get("time_us")
+        return copy_fraction(run, c)
 
     fmt = "%.1f" if args.time else "%.3f"
     rows = sorted(keys, key=lambda k: (k[0], k[1], k[2]))

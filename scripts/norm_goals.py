@@ -7,8 +7,7 @@ move their bytes at >= 0.90 of the run's measured copy bandwidth forward and
 and 2^28: 40 points.  Prints one row per op and size with each point's
 fraction (a miss marked '*', a point the run lacks or failed '-'), then one
 line: how many of the 40 points meet the goal and which do not.  The fraction
-is bytes / time / copy_bw, as `normfuse bench` and scripts/bench_compare.py
-compute it.  Other grids time some of the same shapes (the pre-norm grid's
+is scripts/bench_compare.py's copy_fraction (bytes / time / copy_bw).  Other grids time some of the same shapes (the pre-norm grid's
 RMSNorm at M = 65536, n = 1024); the first case of an (op, impl, shape) is
 the one read, the norm grid's, since the bench runs that grid first.
 
@@ -20,6 +19,8 @@ or a run without a single norm case of the impl.
 import argparse
 import json
 import sys
+
+from bench_compare import copy_fraction
 
 ROW_LENGTHS = (1024, 2048, 4096, 8192, 16384)
 SIZES = ((26, 1 << 26), (28, 1 << 28))
@@ -36,8 +37,7 @@ def fractions(run, impl):
         key = (c.get("op"), shape["M"] * shape["n"], shape["n"])
         if key in found:
             continue
-        t = c.get("time_us")
-        found[key] = c["bytes"] / (t * 1e-6) / 1e12 / run["copy_bw_tbs"] if t else None
+        found[key] = copy_fraction(run, c)
     return found
 
 

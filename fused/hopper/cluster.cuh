@@ -41,6 +41,25 @@ __device__ __forceinline__ void cluster_sync()
     asm volatile("barrier.cluster.arrive.release;\n"
                  "barrier.cluster.wait.acquire;" ::: "memory");
 }
+/* Whole-cluster barrier that orders shared memory only: this CTA's
+ * shared-memory writes before it are visible to every CTA of the cluster
+ * after it, and its global stores are not waited for (cluster_sync's release
+ * is a GPU-scope MEMBAR in SASS, which waits for every store the thread has
+ * issued; this one is a CTA-scope MEMBAR). */
+__device__ __forceinline__ void cluster_sync_shared()
+{
+    asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n"
+                 "barrier.cluster.arrive.relaxed;\n"
+                 "barrier.cluster.wait.acquire;" ::: "memory");
+}
+/* Whole-cluster barrier with no memory ordering: for a CTA that must not exit
+ * while a peer still reads its shared memory (the peer's loads are done once
+ * their values are used, before it arrives). */
+__device__ __forceinline__ void cluster_sync_relaxed()
+{
+    asm volatile("barrier.cluster.arrive.relaxed;\n"
+                 "barrier.cluster.wait;" ::: "memory");
+}
 /* Split form, to overlap independent work between arrive and wait. */
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }

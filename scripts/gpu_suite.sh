@@ -60,6 +60,18 @@ fi
 if has quickbench; then
   "$build/cli/normfuse" bench --quick --reps 10 --json "$out/bench-quick.json" | tee "$out/bench-quick.log" | tail -30
 fi
+# goal_table NAME: scripts/NAME.py over the bench's JSON into NAME.txt, headed
+# like every log, its last line (the count) echoed; nothing where the run held
+# none of the cases it reads (the script's exit 2).
+goal_table() {
+  local rc=0 table
+  table="$(python3 "$root/scripts/$1.py" "$out/bench.json" 2>&1)" || rc=$?
+  if [ "$rc" -le 1 ]; then
+    report_header "$out/$1.txt" "scripts/$1.py bench.json"
+    printf '%s\n' "$table" >> "$out/$1.txt"
+    tail -1 "$out/$1.txt"
+  fi
+}
 if has bench; then
   # NF_BENCH_ARGS narrows the bench (normfuse bench's options), e.g. "--grid norm --op layernorm_bwd"
   report_header "$out/bench.log" "normfuse bench ${NF_BENCH_ARGS:-} --json bench.json --markdown bench.md"
@@ -69,14 +81,10 @@ if has bench; then
     echo "gpu_suite: bench failed"
   clock_log_stop
   grep -E "=>|ceilings|ERR" "$out/bench.log" | tail -40
-  # the norms against their goal (issue 3), where the bench ran them
-  rc=0
-  goals="$(python3 "$root/scripts/norm_goals.py" "$out/bench.json" 2>&1)" || rc=$?
-  if [ "$rc" -le 1 ]; then
-    report_header "$out/norm_goals.txt" "scripts/norm_goals.py bench.json"
-    printf '%s\n' "$goals" >> "$out/norm_goals.txt"
-    tail -1 "$out/norm_goals.txt"
-  fi
+  # the norms (issue 3) and the fused pre-norm GEMM (issue 5) against their
+  # goals, where the bench ran them
+  goal_table norm_goals
+  goal_table prenorm_goals
 fi
 if has profile; then
   # Nsight Compute over a bench run (NF_PROFILE_ARGS: the bench's options;

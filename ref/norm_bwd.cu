@@ -43,6 +43,7 @@
  */
 #include "fused/hopper/cluster.cuh"
 #include "ref_cuda.cuh"
+#include "norm_bwd_trace.cuh"
 
 namespace {
 
@@ -601,6 +602,7 @@ __global__ void __launch_bounds__(nf_cta_threads<TPR>(), (pipe_min_ctas<TPR, VPT
 norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 {
     constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
+    NF_TRACE_ROW(0);
     __shared__ RowScratch<TPR, ROWS> scratch;
     extern __shared__ float4 cols_smem[]; /* SmemColumns */
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
@@ -622,11 +624,15 @@ norm_bwd_pipe(const nf_norm_bwd_args a, float *part_g, float *part_b)
 
         row_step<TPR, VPT, LN>(a, g, cur.x, cur.dy, cur.rstd, cur.mu, t, nv, row, scratch.buf[parity][group],
                                cols);
+        if (rg == blockIdx.x)
+            NF_TRACE_ROW(1);
         cur = nxt;
     }
+    NF_TRACE_ROW_LOOP_DONE((a.M + ROWS - 1) / ROWS);
 
     __shared__ float red[partials_red_floats<TPR, VPT>()];
     cols.write(a, t, group, nv, part_g, part_b, red);
+    NF_TRACE_ROW_WRITTEN();
 }
 
 /* ---- scalar row kernel (dx only) --------------------------------------------------------- */
@@ -720,7 +726,9 @@ norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf1
         return;
     const int lane = threadIdx.x % NF_WARP, warp = threadIdx.x / NF_WARP;
     const int64_t j = (int64_t)blockIdx.x * kSumCols + lane;
+    NF_TRACE_SUM(0);
     nf_pdl_wait(); /* the partial rows are the predecessor's output */
+    NF_TRACE_SUM(1);
     double s = 0.0;
     if (j < n) {
         /* four loads in flight per step (the chain of adds keeps its order) */
@@ -745,6 +753,7 @@ norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf1
             t += warp_sum[w][lane];
         out[j] = __bfloat16_as_ushort(__double2bfloat16(t));
     }
+    NF_TRACE_SUM(2);
 }
 
 /* ---- launch ------------------------------------------------------------------------------ */
@@ -965,8 +974,14 @@ nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int
     NF_TRY(partial_buffers(ctx, a, slot, parts, &pg, &pb));
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg = cluster_launch(grid, cta, smem, nf_stream_of(ctx), cluster, &attr);
+    const bool traced = nf_trace::wanted(a); /* cmake -DNF_TRACE_PHASES=ON only */
+    if (traced)
+        nf_trace::clear(cfg.stream);
     NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, *a, pg, pb));
-    return finish_partials(ctx, a, parts, pg, pb);
+    NF_TRY(finish_partials(ctx, a, parts, pg, pb));
+    if (traced)
+        nf_trace::write(cfg.stream, a, grid, cluster, cta, 2 * ((a->n + kSumCols - 1) / kSumCols));
+    return NF_OK;
 }
 
 /* Plain row kernel.  With columns: a persistent grid (register columns: as

@@ -12,7 +12,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck disable=SC2034  # used by the scripts that source this one
 build="$root/build"
 export PATH="$PATH:/usr/local/cuda/bin"
-cmake_args=()
+# NF_CMAKE_ARGS: further CMake arguments for the builds, as scripts/build.sh
+# takes them (e.g. -DNF_TRACE_PHASES=ON); the build log's header lists them.
+read -r -a cmake_args <<< "${NF_CMAKE_ARGS:-}"
 if [ -d "$root/.gpu-deps/debs" ] && ! [ -f /usr/include/mpfr.h ]; then
   "$root/scripts/prepare_offline_gpu_host.sh" unpack >/dev/null
   cmake_args+=("-DCMAKE_PREFIX_PATH=$root/.gpu-deps/prefix/usr")

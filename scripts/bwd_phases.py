@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""bwd_phases.py TRACE.csv [TRACE.csv ...] [--bench BENCH.json] — where a norm backward launch's time goes.
+
+Reads the per-CTA records of a build with the phase trace
+(`cmake -DNF_TRACE_PHASES=ON`, ref/norm_bwd_trace.cuh) and prints, in us
+from the first row CTA's entry, the spread over CTAs (min, median, max) of:
+each row CTA's entry, its first row done, its time per row group after the
+first, its row loop done, its column write (a duration: the cluster's
+barriers and the partial rows' stores), its end (also by how many row
+groups it ran), and each reducer CTA's entry, release from its PDL wait and
+end; then the span from the first entry to the last end.  CTAs that
+recorded nothing (the reducer's db CTAs where db is not asked for) are left
+out.  --bench: a `normfuse bench --json` run of the same build without the
+trace, whose time for the case is printed beside it (a traced launch's own
+time includes reading the records back).
+
+Exit status: 0, or 2 on a file that is not such a trace.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+
+def spread(values):
+    v = sorted(values)
+    return "min %8.2f  med %8.2f  max %8.2f" % (v[0], statistics.median(v), v[-1])
+
+
+def read_trace(path):
+    """(header fields, row records, reducer records); records as lists of ints, unrecorded ones dropped."""
+    with open(path) as f:
+        lines = [line.rstrip("\n") for line in f if line.strip()]
+    if not lines or not lines[0].startswith("kernel,cta,sm,"):
+        raise ValueError("not a norm backward trace (no header line)")
+    head = dict(kv.split("=", 1) for kv in lines[0].split(",") if "=" in kv)
+    for key in ("op", "grid", "cluster", "cta_threads", "M", "n"):
+        if key not in head:
+            raise ValueError("the header names no %s" % key)
+    rows, sums = [], []
+    for line in lines[1:]:
+        fields = line.split(",")
+        if fields[0] == "row":  # row,cta,sm,t0,t1,t2,t3,groups
+            rec = [int(x) for x in fields[1:8]]
+            if rec[2] and rec[5]:
+                rows.append(rec)
+        elif fields[0] == "sum":  # sum,cta,sm,t0,t1,t2,,
+            rec = [int(x) for x in fields[1:6]]
+            if rec[2] and rec[4]:
+                sums.append(rec)
+        else:
+            raise ValueError("a line neither row nor sum: %s" % line[:60])
+    return head, rows, sums
+
+
+def bench_times(path):
+    with open(path) as f:
+        run = json.load(f)
+    times = {}
+    for c in run.get("cases", []):
+        s = c.get("shape", {})
+        if c.get("impl") == "ref" and "n" in s and c.get("time_us"):
+            times.setdefault((c["op"], s["M"], s["n"]), (c["time_us"], c["bytes"], run.get("copy_bw_tbs")))
+    return times
+
+
+def report(path, head, rows, sums, times):
+    M, n = int(head["M"]), int(head["n"])
+    print("== %s: %s M = %d, n = %d, grid %s, cluster %s, %s threads per CTA"
+          % (path, head["op"], M, n, head["grid"], head["cluster"], head["cta_threads"]))
+    case = times.get((head["op"], M, n))
+    if case:
+        t, nbytes, bw = case
+        print("   bench (untraced): %.1f us%s" % (t, ", %.3f of copy bandwidth" % (nbytes / t / 1e6 / bw) if bw else ""))
+    if not rows:
+        print("   no row CTA recorded: only the pipelined row kernel (norm_bwd_pipe) is traced")
+        return
+    t0 = min(r[2] for r in rows)
+    us = lambda t: (t - t0) / 1e3
+    print("   row CTAs' entry           %s" % spread([us(r[2]) for r in rows]))
+    print("   first row group done      %s" % spread([us(r[3]) for r in rows]))
+    steady = [(r[4] - r[3]) / 1e3 / (r[6] - 1) for r in rows if r[6] > 1]
+    if steady:
+        print("   per row group after it    %s  (row groups per CTA %d-%d)"
+              % (spread(steady), min(r[6] for r in rows), max(r[6] for r in rows)))
+    print("   row loop done             %s" % spread([us(r[4]) for r in rows]))
+    print("   column write (duration)   %s" % spread([(r[5] - r[4]) / 1e3 for r in rows]))
+    print("   row CTA done              %s" % spread([us(r[5]) for r in rows]))
+    for g in sorted(set(r[6] for r in rows)):
+        ends = [us(r[5]) for r in rows if r[6] == g]
+        print("     with %4d row groups (%4d CTAs): done %s" % (g, len(ends), spread(ends)))
+    end = max(us(r[5]) for r in rows)
+    if sums:
+        print("   reducer CTAs' entry       %s" % spread([us(s[2]) for s in sums]))
+        print("   reducer past PDL wait     %s" % spread([us(s[3]) for s in sums]))
+        print("   reducer CTA done          %s" % spread([us(s[4]) for s in sums]))
+        end = max(end, max(us(s[4]) for s in sums))
+    print("   span, first row CTA's entry to the last end: %.2f us" % end)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("traces", nargs="+", help="CSV files a NF_TRACE_PHASES build wrote (NF_TRACE)")
+    ap.add_argument("--bench", help="a `normfuse bench --json` run of the same build, untraced")
+    args = ap.parse_args()
+    try:
+        times = bench_times(args.bench) if args.bench else {}
+    except (OSError, ValueError) as e:
+        print("bwd_phases: %s: %s" % (args.bench, e), file=sys.stderr)
+        return 2
+    for path in args.traces:
+        try:
+            head, rows, sums = read_trace(path)
+        except (OSError, ValueError) as e:
+            print("bwd_phases: %s: %s" % (path, e), file=sys.stderr)
+            return 2
+        report(path, head, rows, sums, times)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

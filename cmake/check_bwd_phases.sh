@@ -19,9 +19,8 @@ open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 case = {"op": "layernorm_bwd", "impl": "ref", "shape": {"M": 10, "n": 16384}, "bytes": 4e6, "time_us": 20.0}
 json.dump({"copy_bw_tbs": 0.4, "cases": [case]}, open(sys.argv[2], "w"))
 PY
-rc=0
-out="$("$py" "$script" "$dir/trace.csv" --bench "$dir/bench.json")" || rc=$?
-[ "$rc" = 0 ] || { echo "FAIL: exit $rc on a good trace"; status=1; }
+run_script "$dir/trace.csv" --bench "$dir/bench.json"
+expect_rc 0 "a good trace"
 expect "$out" 'layernorm_bwd M = 10, n = 16384, grid 4, cluster 2, 512 threads per CTA$' "the launch named"
 expect "$out" '^   bench \(untraced\): 20\.0 us, 0\.500 of copy bandwidth$' "the untraced time"
 expect "$out" '^   first row group done +min +5\.00  med +5\.00  max +5\.00$' "first group"
@@ -32,7 +31,5 @@ expect "$out" '^     with +3 row groups \( +2 CTAs\): done min +13\.00' "by row 
 expect "$out" '^   reducer past PDL wait +min +13\.50  med +13\.50  max +13\.50$' "the unrecorded reducer CTAs left out"
 expect "$out" '^   span, first row CTA.s entry to the last end: 15\.00 us$' "the span"
 printf 'cta,sm,start_ns,end_ns\n0,1,2,3\n' > "$dir/old.csv"
-rc=0
-"$py" "$script" "$dir/old.csv" > /dev/null 2>&1 || rc=$?
-[ "$rc" = 2 ] || { echo "FAIL: a file that is no such trace exited $rc, not 2"; status=1; }
+expect_exit 2 "a file that is no such trace" "$dir/old.csv"
 exit $status

@@ -6,7 +6,10 @@
 # SCRIPT WHAT, which sets status=1 unless SCRIPT fails on a CSV that holds no
 # Nsight Compute profile; script_and_scratch NAME "$@" takes the one argument,
 # a script's path, into $script made absolute (else NAME's usage line and exit
-# 2) and makes a scratch directory $dir, removed on exit.
+# 2) and makes a scratch directory $dir, removed on exit; run_script ARGS...
+# runs $script on ARGS, its standard output into $out and its exit status into
+# $rc; expect_rc CODE WHAT sets status=1 unless $rc is CODE; expect_exit CODE
+# WHAT ARGS... is run_script ARGS (output discarded), then expect_rc.
 py="${PYTHON:-python3}"
 command -v "$py" > /dev/null || { echo "SKIP: no $py"; exit 77; }
 status=0
@@ -28,4 +31,17 @@ script_and_scratch() {
   script="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
   dir="$(mktemp -d)"
   trap 'rm -rf "$dir"' EXIT
+}
+run_script() {
+  rc=0
+  out="$("$py" "$script" "$@")" || rc=$?
+}
+expect_rc() {
+  [ "$rc" = "$1" ] || { echo "FAIL: $2: exit $rc, not $1"; status=1; }
+}
+expect_exit() {
+  code="$1" what="$2"
+  shift 2
+  run_script "$@" 2> /dev/null
+  expect_rc "$code" "$what"
 }

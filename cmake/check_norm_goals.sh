@@ -32,23 +32,17 @@ for op in ("rmsnorm_fwd", "layernorm_fwd", "rmsnorm_bwd", "layernorm_bwd"):
 cases.append({"op": "rmsnorm_fwd", "impl": "ref", "shape": {"M": 65536, "n": 1024}, "bytes": 1e9, "time_us": 1e6})
 json.dump({"gpu": "test", "copy_bw_tbs": bw, "mm_peak_tflops": 800.0, "cases": cases}, open(sys.argv[1], "w"))
 PY
-rc=0
-out="$("$py" "$script" "$dir/bench.json")" || rc=$?
+run_script "$dir/bench.json"
 expect "$out" '^layernorm_fwd +0\.90 +2\^26 +0\.950 +0\.950 +0\.950 +0\.950 +0\.880\*$' "a miss, marked"
 expect "$out" '^rmsnorm_bwd +0\.85 +2\^28 +0\.950 +0\.950 +0\.850 +0\.950 +0\.950$' "a point exactly on the goal is met"
 expect "$out" '^layernorm_bwd +0\.85 +2\^26 +- +0\.950' "a failed case, missing"
 expect "$out" '^rmsnorm_fwd +0\.90 +2\^26 +0\.950 ' "the first case of a shape is read"
 expect "$out" '^goal met at 38 of 40 points; not: layernorm_fwd n=16384 2\^26 0\.880, layernorm_bwd n=1024 2\^26 missing$' "the summary"
-[ "$rc" = 1 ] || { echo "FAIL: exit $rc with points under the goal, not 1"; status=1; }
-rc=0
-vendor="$("$py" "$script" --impl vendor "$dir/bench.json")" || rc=$?
-expect "$vendor" '^goal met at 0 of 40 points' "--impl vendor reads the vendor's rows"
-rc=0
-"$py" "$script" "$dir/missing.json" > /dev/null 2>&1 || rc=$?
-[ "$rc" = 2 ] || { echo "FAIL: a missing file exited $rc, not 2"; status=1; }
+expect_rc 1 "points under the goal"
+run_script --impl vendor "$dir/bench.json"
+expect "$out" '^goal met at 0 of 40 points' "--impl vendor reads the vendor's rows"
+expect_exit 2 "a missing file" "$dir/missing.json"
 printf '{"copy_bw_tbs": 4.0, "cases": [{"op": "gemm", "impl": "cublaslt", "shape": {"M": 8, "K": 8, "N": 8}, "bytes": 1, "time_us": 1}]}' > "$dir/gemm.json"
-rc=0
-"$py" "$script" "$dir/gemm.json" > /dev/null 2>&1 || rc=$?
-[ "$rc" = 2 ] || { echo "FAIL: a run without norm cases exited $rc, not 2"; status=1; }
+expect_exit 2 "a run without norm cases" "$dir/gemm.json"
 [ "$status" = 0 ] && echo "PASS: norm_goals.py reads the goal as expected"
 exit "$status"

@@ -35,30 +35,24 @@ a = {(65536, 512, 512): (101.0, 95.0, False), (131072, 256, 256): (100.0, 100.0,
 json.dump(run(a), open(sys.argv[1], "w"))
 json.dump(run({}), open(sys.argv[2], "w"))
 PY
-rc=0
-one="$("$py" "$script" "$dir/a.json")" || rc=$?
+run_script "$dir/a.json"
+one="$out"
 expect "$one" '^M=65536 K=512 N=512 +v +101\.0 +100\.0 +1\.010 +95\.0  not met: t_fused > t_gemm$' "a time over cuBLASLt's, missed"
 expect "$one" '^M=131072 K=256 N=256 +v +100\.0 +100\.0 +1\.000 +100\.0  met$' "t_fused equal to t_gemm is met"
 expect "$one" '^M=524288 K=1024 N=1024 .* 94\.9  not met: hidden% < 95$' "hidden under 95, missed"
 expect "$one" '^M=131072 K=1024 N=256 +- .*missing$' "a shape without its summary, missing"
 expect "$one" '^M=65536 K=256 N=256 +v +98\.0 +100\.0 +0\.980 +105\.0  met$' "the first summary case read, not the fused row"
 expect "$one" '^goal met on 24 of 27 shapes \(hidden% >= 95 on 25, t_fused <= t_gemm on 25\)$' "the count"
-[ "$rc" = 1 ] || { echo "FAIL: exit $rc with shapes under the goal, not 1"; status=1; }
-rc=0
-two="$("$py" "$script" "$dir/a.json" "$dir/b.json")" || rc=$?
+expect_rc 1 "shapes under the goal"
+run_script "$dir/a.json" "$dir/b.json"
+two="$out"
 expect "$two" '^M=65536 K=512 N=512 +1\.010\* +95\.0 +0\.980 +105\.0 +1 of 2$' "two runs, a miss marked"
 expect "$two" '^M=524288 K=1024 N=1024 +0\.980 +94\.9\* +0\.980 +105\.0 +1 of 2$' "two runs, a hidden miss marked"
 expect "$two" '^M=131072 K=1024 N=256 +- +0\.980 +105\.0 +1 of 2$' "two runs, a missing shape"
 expect "$two" '^run 2 \(.*b\.json\): goal met on 27 of 27 shapes' "each run's line"
-[ "$rc" = 1 ] || { echo "FAIL: exit $rc with a run under the goal, not 1"; status=1; }
-rc=0
-"$py" "$script" "$dir/b.json" > /dev/null || rc=$?
-[ "$rc" = 0 ] || { echo "FAIL: exit $rc with every shape met, not 0"; status=1; }
-rc=0
-"$py" "$script" "$dir/missing.json" > /dev/null 2>&1 || rc=$?
-[ "$rc" = 2 ] || { echo "FAIL: a missing file exited $rc, not 2"; status=1; }
+expect_rc 1 "a run under the goal"
+expect_exit 0 "every shape met" "$dir/b.json"
+expect_exit 2 "a missing file" "$dir/missing.json"
 printf '{"copy_bw_tbs": 4.0, "cases": [{"op": "rmsnorm_fwd", "impl": "ref", "shape": {"M": 8, "n": 8}, "bytes": 1, "time_us": 1}]}' > "$dir/norm.json"
-rc=0
-"$py" "$script" "$dir/norm.json" > /dev/null 2>&1 || rc=$?
-[ "$rc" = 2 ] || { echo "FAIL: a run without pre-norm summaries exited $rc, not 2"; status=1; }
+expect_exit 2 "a run without pre-norm summaries" "$dir/norm.json"
 exit $status

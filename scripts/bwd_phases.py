@@ -21,6 +21,8 @@ import json
 import statistics
 import sys
 
+from bench_compare import copy_fraction
+
 
 def spread(values):
     v = sorted(values)
@@ -60,7 +62,8 @@ def bench_times(path):
     for c in run.get("cases", []):
         s = c.get("shape", {})
         if c.get("impl") == "ref" and "n" in s and c.get("time_us"):
-            times.setdefault((c["op"], s["M"], s["n"]), (c["time_us"], c["bytes"], run.get("copy_bw_tbs")))
+            frac = copy_fraction(run, c) if run.get("copy_bw_tbs") else None
+            times.setdefault((c["op"], s["M"], s["n"]), (c["time_us"], frac))
     return times
 
 
@@ -70,8 +73,8 @@ def report(path, head, rows, sums, times):
           % (path, head["op"], M, n, head["grid"], head["cluster"], head["cta_threads"]))
     case = times.get((head["op"], M, n))
     if case:
-        t, nbytes, bw = case
-        print("   bench (untraced): %.1f us%s" % (t, ", %.3f of copy bandwidth" % (nbytes / t / 1e6 / bw) if bw else ""))
+        t, frac = case
+        print("   bench (untraced): %.1f us%s" % (t, ", %.3f of copy bandwidth" % frac if frac is not None else ""))
     if not rows:
         print("   no row CTA recorded: only the pipelined row kernel (norm_bwd_pipe) is traced")
         return

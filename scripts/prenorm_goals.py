@@ -106,7 +106,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bench", nargs="+", help="`normfuse bench --json` files (several: the same kernels, run apart)")
     args = ap.parse_args()
-    judged_runs = []
+    runs, judged_runs = [], []
     for path in args.bench:
         try:
             with open(path) as f:
@@ -121,10 +121,10 @@ def main():
             print("prenorm_goals: %s holds no pre-norm summary case (a bench narrowed to other grids, or to "
                   "--op prenorm_fwd alone?)" % path, file=sys.stderr)
             return 2
+        runs.append(run)
         judged_runs.append({shape: judge(found.get(shape)) for shape in SHAPES})
-    if len(judged_runs) == 1:
-        with open(args.bench[0]) as f:
-            print_one(args.bench[0], json.load(f), judged_runs[0])
+    if len(runs) == 1:
+        print_one(args.bench[0], runs[0], judged_runs[0])
     else:
         print_many(args.bench, judged_runs)
     everywhere = all(counts(j)[0] == len(SHAPES) for j in judged_runs)

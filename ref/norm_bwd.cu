@@ -390,6 +390,37 @@ struct SmemColumns {
         }
         return s;
     }
+    /* Every plane's column sums of vector v over the C CTAs of this CTA's
+     * cluster, added in rank order (C = 1: this CTA's own).  The loads of two
+     * ranks' planes (2 kPlanes 16-byte DSMEM loads) are all issued before the
+     * first add, so a vector costs one DSMEM round trip per rank pair. */
+    __device__ __forceinline__ void cluster_sums(int v, int C, float4 (&s)[kPlanes]) const
+    {
+        if (C == 1) {
+#pragma unroll
+            for (int p = 0; p < kPlanes; ++p)
+                s[p] = planes[p * nv + v];
+            return;
+        }
+        for (int q = 0; q < C; q += 2) { /* C is 2, 4 or 8 */
+            float4 u[2][kPlanes];
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+#pragma unroll
+                for (int p = 0; p < kPlanes; ++p)
+                    u[r][p] = nf_hopper::dsmem_load_f32x4(nf_hopper::dsmem_map(planes + p * nv + v, (uint32_t)(q + r)));
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+#pragma unroll
+                for (int p = 0; p < kPlanes; ++p) {
+                    if (q + r == 0) {
+                        s[p] = u[r][p];
+                    } else {
+                        s[p].x += u[r][p].x, s[p].y += u[r][p].y, s[p].z += u[r][p].z, s[p].w += u[r][p].w;
+                    }
+                }
+        }
+    }
     /* The partial rows of part_g / part_b (skipped where NULL): one per
      * cluster of C CTAs (consecutive blockIdx.x; C = 1 without clusters), row
      * blockIdx.x / C.  Once every CTA of the cluster has its sums, rank r
@@ -401,7 +432,14 @@ struct SmemColumns {
      * the reducer sees the stores through its PDL wait on the whole grid.
      * With cluster_sync's GPU-scope membar at both, the write took 6.1 us
      * (median CTA) at LayerNorm n = 16384, 2^26; with these 5.1, the case
-     * 0.809 -> 0.819 of copy bandwidth (reports/h200/ab_norm_csync). */
+     * 0.809 -> 0.819 of copy bandwidth (reports/h200/ab_norm_csync).
+     * LayerNorm takes a vector's four sums from cluster_sums, their loads in
+     * flight together (cluster_sum per store was a round trip per 16-byte
+     * store, eight a vector): the write 5.1 -> 4.5 us, the case 0.823 ->
+     * 0.829 (reports/h200/ab_bwd_write_batch, trace_bwd_write_batch).
+     * RMSNorm keeps cluster_sum: with cluster_sums its two kernels' row loops
+     * compiled to another schedule, n = 16384 0.871 -> 0.865 at 2^26 and
+     * 0.967 -> 0.947 at 2^28 (the same A/B). */
     __device__ __forceinline__ void write(const nf_norm_bwd_args &a, int t, int, int, float *part_g,
                                           float *part_b, float *) const
     {
@@ -411,14 +449,27 @@ struct SmemColumns {
         const int span = (nv + C - 1) / C, v0 = (int)nf_hopper::cluster_rank() * span;
         const int v1 = v0 + span < nv ? v0 + span : nv;
         const int64_t row = blockIdx.x / C;
-        for (int v = v0 + t; v < v1; v += TPR) {
-            for (int which = 0; which < (LN ? 2 : 1); ++which) {
-                float *part = which == 0 ? part_g : part_b;
-                if (!part)
+        if constexpr (LN) {
+            for (int v = v0 + t; v < v1; v += TPR) {
+                float4 s[kPlanes];
+                cluster_sums(v, C, s);
+#pragma unroll
+                for (int which = 0; which < 2; ++which) {
+                    float *part = which == 0 ? part_g : part_b;
+                    if (!part)
+                        continue;
+                    float4 *dst = reinterpret_cast<float4 *>(part + row * a.n + (int64_t)v * NF_VEC);
+                    dst[0] = s[2 * which];
+                    dst[1] = s[2 * which + 1];
+                }
+            }
+        } else {
+            for (int v = v0 + t; v < v1; v += TPR) {
+                if (!part_g)
                     continue;
-                float4 *dst = reinterpret_cast<float4 *>(part + row * a.n + (int64_t)v * NF_VEC);
-                dst[0] = cluster_sum((2 * which) * nv + v, C);
-                dst[1] = cluster_sum((2 * which + 1) * nv + v, C);
+                float4 *dst = reinterpret_cast<float4 *>(part_g + row * a.n + (int64_t)v * NF_VEC);
+                dst[0] = cluster_sum(v, C);
+                dst[1] = cluster_sum(nv + v, C);
             }
         }
         if (C > 1)

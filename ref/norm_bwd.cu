@@ -756,53 +756,71 @@ norm_bwd_columns(const nf_norm_bwd_args a, int64_t rows_per_chunk, float *part_g
 
 /* ---- partial rows -> dg, db ------------------------------------------------------------ */
 
-/* A CTA owns kSumCols columns; its kSumWarps warps split the partial rows
+/* A CTA owns kSumCols * CPL columns, CPL adjacent ones per lane (one 4 CPL
+ * byte load per partial row); its kSumWarps warps split the partial rows
  * round-robin (warp w sums rows w, w + kSumWarps, ... in increasing order, in
- * double), then warp 0 adds the kSumWarps warp sums in warp order and rounds
- * once to bf16: deterministic, and the serial chain per thread is
- * parts / kSumWarps loads instead of parts (the reference reducer runs n
- * threads over all `parts` rows; for n = 1024 that is 4 CTAs walking ~600
- * rows, tens of microseconds at the end of the backward). */
+ * double), then one thread per column adds the kSumWarps warp sums in warp
+ * order and rounds once to bf16: deterministic, the same bits whatever CPL,
+ * and the serial chain per thread is parts / kSumWarps loads instead of
+ * parts (the reference reducer runs n threads over all `parts` rows; for
+ * n = 1024 that is 4 CTAs walking ~600 rows, tens of microseconds at the end
+ * of the backward).  blockIdx.y walks the planes asked for: dg, then db. */
 constexpr int kSumCols = NF_WARP, kSumWarps = 16;
 
-/* out_j = bf16( sum_p part[p][j] ); blockIdx.y picks (part_g -> dg) or (part_b -> db). */
+template <int CPL> struct SumVec;
+template <> struct SumVec<1> { float v[1]; };
+template <> struct alignas(8) SumVec<2> { float v[2]; };
+template <> struct alignas(16) SumVec<4> { float v[4]; };
+
+template <int CPL>
 __global__ void __launch_bounds__(kSumCols * kSumWarps)
 norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf16 *db,
                    int64_t parts, int64_t n)
 {
-    __shared__ double warp_sum[kSumWarps][kSumCols];
-    const float *part = blockIdx.y == 0 ? part_g : part_b;
-    nf_bf16 *out = blockIdx.y == 0 ? dg : db;
-    if (part == NULL) /* uniform over the CTA */
-        return;
+    constexpr int COLS = kSumCols * CPL;
+    __shared__ double warp_sum[kSumWarps][COLS];
+    const bool g_plane = blockIdx.y == 0 && part_g != NULL;
+    const float *part = g_plane ? part_g : part_b;
+    nf_bf16 *out = g_plane ? dg : db;
     const int lane = threadIdx.x % NF_WARP, warp = threadIdx.x / NF_WARP;
-    const int64_t j = (int64_t)blockIdx.x * kSumCols + lane;
+    const int64_t j = ((int64_t)blockIdx.x * kSumCols + lane) * CPL; /* n % CPL == 0 */
     NF_TRACE_SUM(0);
     nf_pdl_wait(); /* the partial rows are the predecessor's output */
     NF_TRACE_SUM(1);
-    double s = 0.0;
+    double s[CPL] = {};
     if (j < n) {
-        /* four loads in flight per step (the chain of adds keeps its order) */
+        const auto at = [&](int64_t p) { return *reinterpret_cast<const SumVec<CPL> *>(part + p * n + j); };
+        /* four loads in flight per step (each column's chain of adds keeps its order) */
         int64_t p = warp;
         for (; p + 3 * kSumWarps < parts; p += 4 * kSumWarps) {
-            const float v0 = part[p * n + j], v1 = part[(p + kSumWarps) * n + j];
-            const float v2 = part[(p + 2 * kSumWarps) * n + j], v3 = part[(p + 3 * kSumWarps) * n + j];
-            s += (double)v0;
-            s += (double)v1;
-            s += (double)v2;
-            s += (double)v3;
+            const SumVec<CPL> v0 = at(p), v1 = at(p + kSumWarps), v2 = at(p + 2 * kSumWarps),
+                              v3 = at(p + 3 * kSumWarps);
+#pragma unroll
+            for (int c = 0; c < CPL; ++c) {
+                s[c] += (double)v0.v[c];
+                s[c] += (double)v1.v[c];
+                s[c] += (double)v2.v[c];
+                s[c] += (double)v3.v[c];
+            }
         }
-        for (; p < parts; p += kSumWarps)
-            s += (double)part[p * n + j];
+        for (; p < parts; p += kSumWarps) {
+            const SumVec<CPL> v = at(p);
+#pragma unroll
+            for (int c = 0; c < CPL; ++c)
+                s[c] += (double)v.v[c];
+        }
     }
-    warp_sum[warp][lane] = s;
+#pragma unroll
+    for (int c = 0; c < CPL; ++c)
+        warp_sum[warp][lane * CPL + c] = s[c];
     __syncthreads();
-    if (warp == 0 && j < n) {
+    const int64_t col = (int64_t)blockIdx.x * COLS + threadIdx.x;
+    if (threadIdx.x < COLS && col < n) {
         double t = 0.0;
 #pragma unroll
         for (int w = 0; w < kSumWarps; ++w)
-            t += warp_sum[w][lane];
-        out[j] = __bfloat16_as_ushort(__double2bfloat16(t));
+            t += warp_sum[w][threadIdx.x];
+        out[col] = __bfloat16_as_ushort(__double2bfloat16(t));
     }
     NF_TRACE_SUM(2);
 }
@@ -810,6 +828,16 @@ norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf1
 /* ---- launch ------------------------------------------------------------------------------ */
 
 bool aligned16(const void *p) { return ((uintptr_t)p % 16) == 0; }
+
+/* How many CTAs of `kernel` (cta threads, smem dynamic bytes) fit on the device at once. */
+template <class Kernel>
+nf_status resident_ctas(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t *resident)
+{
+    int per_sm = 0;
+    NF_TRY(nf_ctx_occupancy(ctx, reinterpret_cast<const void *>(kernel), cta, smem, 0, &per_sm));
+    *resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
+    return NF_OK;
+}
 
 /* Workspace for `parts` partial rows of dg and db (each [parts, n] fp32). */
 nf_status partial_buffers(nf_context *ctx, const nf_norm_bwd_args *a, int slot, int64_t parts,
@@ -831,24 +859,51 @@ nf_status partial_buffers(nf_context *ctx, const nf_norm_bwd_args *a, int slot, 
     return NF_OK;
 }
 
-nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts,
-                          const float *pg, const float *pb)
+/* The reducer's launch: the fewest columns per lane (1, 2 or 4; n divisible
+ * by it) whose CTAs all fit at once, so they run as one wave, and CTAs only
+ * for the planes asked for; *ctas: how many it launched.  At LayerNorm
+ * n = 16384, 2^26 (1024 CTAs of one column a lane before, two waves) the
+ * last reducer CTA ends 1.2 us sooner, the case 0.832 -> 0.835 of copy
+ * bandwidth (reports/h200/ab_sum_one_wave, ref/NOTES.md item 45).  Launched as a
+ * programmatic dependent of the partials' kernel: its CTAs are scheduled
+ * while that kernel drains and wait in nf_pdl_wait. */
+template <int CPL>
+nf_status launch_sum_parts(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts, const float *pg,
+                           const float *pb, int64_t *ctas)
 {
-    if (!pg && !pb)
-        return NF_OK;
-    /* launched as a programmatic dependent of the partials' kernel: its CTAs
-     * are scheduled while that kernel drains and wait in nf_pdl_wait */
+    constexpr int cta = kSumCols * kSumWarps;
+    const auto kernel = norm_bwd_sum_parts<CPL>;
+    const int planes = (pg ? 1 : 0) + (pb ? 1 : 0);
+    const int64_t blocks = (a->n + kSumCols * CPL - 1) / (kSumCols * CPL);
+    if constexpr (CPL < 4) {
+        int64_t resident;
+        NF_TRY(resident_ctas(ctx, kernel, cta, 0, &resident));
+        if (blocks * planes > resident && a->n % (2 * CPL) == 0)
+            return launch_sum_parts<2 * CPL>(ctx, a, parts, pg, pb, ctas);
+    }
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)((a->n + kSumCols - 1) / kSumCols), 2);
-    cfg.blockDim = dim3(kSumCols * kSumWarps);
+    cfg.gridDim = dim3((unsigned)blocks, (unsigned)planes);
+    cfg.blockDim = dim3(cta);
     cfg.stream = nf_stream_of(ctx);
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, norm_bwd_sum_parts, (const float *)pg, a->dg,
-                                   (const float *)pb, a->db, parts, a->n));
+    NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, pg, a->dg, pb, a->db, parts, a->n));
+    *ctas = blocks * planes;
+    return NF_OK;
+}
+
+/* dg, db from `parts` partial rows (pg, pb; NULL where not asked for). */
+nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts, const float *pg,
+                          const float *pb, int64_t *ctas = nullptr)
+{
+    int64_t launched = 0;
+    if (pg || pb)
+        NF_TRY(launch_sum_parts<1>(ctx, a, parts, pg, pb, &launched));
+    if (ctas)
+        *ctas = launched;
     return NF_OK;
 }
 
@@ -903,16 +958,6 @@ nf_status columns_smem(Kernel kernel, const nf_norm_bwd_args *a, size_t *smem)
     *smem = Cols::smem_bytes(a->n / NF_VEC);
     if (*smem > 0)
         NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)*smem));
-    return NF_OK;
-}
-
-/* How many CTAs of `kernel` (cta threads, smem dynamic bytes) fit on the device at once. */
-template <class Kernel>
-nf_status resident_ctas(nf_context *ctx, Kernel kernel, int cta, size_t smem, int64_t *resident)
-{
-    int per_sm = 0;
-    NF_TRY(nf_ctx_occupancy(ctx, reinterpret_cast<const void *>(kernel), cta, smem, 0, &per_sm));
-    *resident = (int64_t)nf_ctx_sm_count(ctx) * (per_sm > 0 ? per_sm : 1);
     return NF_OK;
 }
 
@@ -1029,9 +1074,10 @@ nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int
     if (traced)
         nf_trace::clear(cfg.stream);
     NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, *a, pg, pb));
-    NF_TRY(finish_partials(ctx, a, parts, pg, pb));
+    int64_t sum_ctas;
+    NF_TRY(finish_partials(ctx, a, parts, pg, pb, &sum_ctas));
     if (traced)
-        nf_trace::write(cfg.stream, a, grid, cluster, cta, 2 * ((a->n + kSumCols - 1) / kSumCols));
+        nf_trace::write(cfg.stream, a, grid, cluster, cta, sum_ctas);
     return NF_OK;
 }
 

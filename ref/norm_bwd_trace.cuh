@@ -14,8 +14,7 @@
  * after, and writes them to the CSV file NF_TRACE (the last such launch of
  * the process is what the file holds; its time includes the copy, so time the
  * case from an untraced run).  scripts/bwd_phases.py prints the phases.
- * A CTA that records nothing (a reducer CTA of db where db is not asked for)
- * keeps zeros, which the script leaves out.
+ * A CTA that records nothing keeps zeros, which the script leaves out.
  */
 #pragma once
 

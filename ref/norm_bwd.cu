@@ -229,7 +229,8 @@ struct RowScratch {
  * v = t + k TPR), so it sums their dg (dy xh) and db (dy) contributions over
  * all those rows itself, and at the end the CTA writes one partial row of
  * each (write).  Where the sums live is the kernel's Cols policy (kOn: it
- * sums at all; kSmem: in dynamic shared memory, smem_bytes(nv) of it):
+ * sums at all; kSmem: in dynamic shared memory, smem_bytes(nv) of it;
+ * kPlanar, where kOn: the partial rows' layout, below):
  *  - NoColumns: nowhere (dx only; dg/db come from the column-partial kernel);
  *  - RegColumns: registers, 8 (RMSNorm) or 16 (LayerNorm) per vector; the row
  *    groups of a CTA are combined through shared memory in group order;
@@ -239,6 +240,15 @@ struct RowScratch {
  *    conflicts).  No thread reads another's slots, so no barrier is needed.
  *    This frees the registers that bound occupancy once a row is long
  *    (LayerNorm at n = 8192 holds 64 accumulators per thread in registers).
+ * A partial row holds a row's n column sums in column order, but for
+ * LayerNorm's SmemColumns, whose rows are planar: columns 8v..8v+3 at float4
+ * v, 8v+4..8v+7 at float4 nv + v (plane after plane, as in shared memory), so
+ * that each 16-byte store of a warp lands in 512 contiguous bytes; in column
+ * order, the two stores of a vector each filled half of every 32-byte sector
+ * they touched, and the write took 4.45 us (median CTA) at LayerNorm
+ * n = 16384, 2^26, against 3.62 planar (reports/h200/probe_bwd_planar); the
+ * case 0.834 -> 0.839 of copy bandwidth, n = 4096 0.868 -> 0.874
+ * (reports/h200/ab_norm_planar).
  * The same adds happen in the same order whatever the policy; only the rows
  * each CTA owns (the grid) differ.  Both sums are always formed and write
  * skips the ones not asked for: no branch per element in the row loop.
@@ -273,7 +283,7 @@ template <int TPR, int VPT> constexpr int partials_red_floats()
 
 template <int TPR, int VPT, bool LN>
 struct RegColumns {
-    static constexpr bool kOn = true, kSmem = false;
+    static constexpr bool kOn = true, kSmem = false, kPlanar = false;
     static constexpr size_t smem_bytes(int64_t) { return 0; }
     float g[VPT][NF_VEC], b[LN ? VPT : 1][NF_VEC];
 
@@ -341,7 +351,7 @@ __device__ __forceinline__ float &nf_f4(float4 &f, int i) { return i == 0 ? f.x 
 template <int TPR, int VPT, bool LN>
 struct SmemColumns {
     static_assert(nf_cta_threads<TPR>() == TPR, "one row group per CTA");
-    static constexpr bool kOn = true, kSmem = true;
+    static constexpr bool kOn = true, kSmem = true, kPlanar = LN;
     static constexpr int kPlanes = LN ? 4 : 2;
     static constexpr size_t smem_bytes(int64_t nv) { return (size_t)kPlanes * nv * sizeof(float4); }
     float4 *planes;
@@ -458,9 +468,9 @@ struct SmemColumns {
                     float *part = which == 0 ? part_g : part_b;
                     if (!part)
                         continue;
-                    float4 *dst = reinterpret_cast<float4 *>(part + row * a.n + (int64_t)v * NF_VEC);
-                    dst[0] = s[2 * which];
-                    dst[1] = s[2 * which + 1];
+                    float4 *planar = reinterpret_cast<float4 *>(part + row * a.n); /* kPlanar */
+                    planar[v] = s[2 * which];
+                    planar[nv + v] = s[2 * which + 1];
                 }
             }
         } else {
@@ -775,7 +785,7 @@ template <> struct alignas(16) SumVec<4> { float v[4]; };
 template <int CPL>
 __global__ void __launch_bounds__(kSumCols * kSumWarps)
 norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf16 *db,
-                   int64_t parts, int64_t n)
+                   int64_t parts, int64_t n, bool planar)
 {
     constexpr int COLS = kSumCols * CPL;
     __shared__ double warp_sum[kSumWarps][COLS];
@@ -787,9 +797,12 @@ norm_bwd_sum_parts(const float *part_g, nf_bf16 *dg, const float *part_b, nf_bf1
     NF_TRACE_SUM(0);
     nf_pdl_wait(); /* the partial rows are the predecessor's output */
     NF_TRACE_SUM(1);
+    /* where column j sits in a partial row (kPlanar rows: n % 8 == 0; CPL <= 4
+     * columns from j on sit together in both layouts) */
+    const int64_t at_j = planar ? (j >> 3) * 4 + (j & 3) + ((j & 4) ? n / 2 : 0) : j;
     double s[CPL] = {};
     if (j < n) {
-        const auto at = [&](int64_t p) { return *reinterpret_cast<const SumVec<CPL> *>(part + p * n + j); };
+        const auto at = [&](int64_t p) { return *reinterpret_cast<const SumVec<CPL> *>(part + p * n + at_j); };
         /* four loads in flight per step (each column's chain of adds keeps its order) */
         int64_t p = warp;
         for (; p + 3 * kSumWarps < parts; p += 4 * kSumWarps) {
@@ -869,7 +882,7 @@ nf_status partial_buffers(nf_context *ctx, const nf_norm_bwd_args *a, int slot, 
  * while that kernel drains and wait in nf_pdl_wait. */
 template <int CPL>
 nf_status launch_sum_parts(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts, const float *pg,
-                           const float *pb, int64_t *ctas)
+                           const float *pb, bool planar, int64_t *ctas)
 {
     constexpr int cta = kSumCols * kSumWarps;
     const auto kernel = norm_bwd_sum_parts<CPL>;
@@ -879,7 +892,7 @@ nf_status launch_sum_parts(nf_context *ctx, const nf_norm_bwd_args *a, int64_t p
         int64_t resident;
         NF_TRY(resident_ctas(ctx, kernel, cta, 0, &resident));
         if (blocks * planes > resident && a->n % (2 * CPL) == 0)
-            return launch_sum_parts<2 * CPL>(ctx, a, parts, pg, pb, ctas);
+            return launch_sum_parts<2 * CPL>(ctx, a, parts, pg, pb, planar, ctas);
     }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)blocks, (unsigned)planes);
@@ -890,18 +903,19 @@ nf_status launch_sum_parts(nf_context *ctx, const nf_norm_bwd_args *a, int64_t p
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, pg, a->dg, pb, a->db, parts, a->n));
+    NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, pg, a->dg, pb, a->db, parts, a->n, planar));
     *ctas = blocks * planes;
     return NF_OK;
 }
 
-/* dg, db from `parts` partial rows (pg, pb; NULL where not asked for). */
+/* dg, db from `parts` partial rows (pg, pb; NULL where not asked for; planar:
+ * in SmemColumns' LayerNorm layout). */
 nf_status finish_partials(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts, const float *pg,
-                          const float *pb, int64_t *ctas = nullptr)
+                          const float *pb, bool planar = false, int64_t *ctas = nullptr)
 {
     int64_t launched = 0;
     if (pg || pb)
-        NF_TRY(launch_sum_parts<1>(ctx, a, parts, pg, pb, &launched));
+        NF_TRY(launch_sum_parts<1>(ctx, a, parts, pg, pb, planar, &launched));
     if (ctas)
         *ctas = launched;
     return NF_OK;
@@ -1060,8 +1074,9 @@ nf_status columns_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, int
 }
 
 /* A persistent row kernel that writes one partial row per cluster of
- * `cluster` CTAs (1: per CTA), then the partial rows' reducer. */
-template <class Kernel>
+ * `cluster` CTAs (1: per CTA), in the layout of its column policy Cols, then
+ * the partial rows' reducer. */
+template <class Cols, class Kernel>
 nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int slot, Kernel kernel,
                                  int64_t grid, int cta, size_t smem, int cluster)
 {
@@ -1075,7 +1090,7 @@ nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int
         nf_trace::clear(cfg.stream);
     NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, *a, pg, pb));
     int64_t sum_ctas;
-    NF_TRY(finish_partials(ctx, a, parts, pg, pb, &sum_ctas));
+    NF_TRY(finish_partials(ctx, a, parts, pg, pb, Cols::kPlanar, &sum_ctas));
     if (traced)
         nf_trace::write(cfg.stream, a, grid, cluster, cta, sum_ctas);
     return NF_OK;
@@ -1097,7 +1112,7 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         int64_t grid;
         int cluster;
         NF_TRY(columns_grid<Cols>(ctx, kernel, CTA, smem, groups, &grid, &cluster));
-        return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
+        return launch_rows_and_reduce<Cols>(ctx, a, slot, kernel, grid, CTA, smem, cluster);
     }
     const int64_t grid = groups < INT32_MAX ? groups : INT32_MAX;
     kernel<<<(unsigned)grid, CTA, smem, nf_stream_of(ctx)>>>(*a, nullptr, nullptr);
@@ -1119,7 +1134,7 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     int64_t grid;
     int cluster;
     NF_TRY(columns_grid<Cols>(ctx, kernel, CTA, smem, groups, &grid, &cluster));
-    return launch_rows_and_reduce(ctx, a, slot, kernel, grid, CTA, smem, cluster);
+    return launch_rows_and_reduce<Cols>(ctx, a, slot, kernel, grid, CTA, smem, cluster);
 }
 
 /*

@@ -766,8 +766,8 @@ norm_bwd_columns(const nf_norm_bwd_args a, int64_t rows_per_chunk, float *part_g
 
 /* ---- partial rows -> dg, db ------------------------------------------------------------ */
 
-/* A CTA owns kSumCols * CPL columns, CPL adjacent ones per lane (one 4 CPL
- * byte load per partial row); its kSumWarps warps split the partial rows
+/* A CTA owns kSumCols * CPL columns, CPL adjacent ones per lane (one load of
+ * 4 CPL bytes per partial row); its kSumWarps warps split the partial rows
  * round-robin (warp w sums rows w, w + kSumWarps, ... in increasing order, in
  * double), then one thread per column adds the kSumWarps warp sums in warp
  * order and rounds once to bf16: deterministic, the same bits whatever CPL,
@@ -877,9 +877,9 @@ nf_status partial_buffers(nf_context *ctx, const nf_norm_bwd_args *a, int slot, 
  * for the planes asked for; *ctas: how many it launched.  At LayerNorm
  * n = 16384, 2^26 (1024 CTAs of one column a lane before, two waves) the
  * last reducer CTA ends 1.2 us sooner, the case 0.832 -> 0.835 of copy
- * bandwidth (reports/h200/ab_sum_one_wave, ref/NOTES.md item 45).  Launched as a
- * programmatic dependent of the partials' kernel: its CTAs are scheduled
- * while that kernel drains and wait in nf_pdl_wait. */
+ * bandwidth (reports/h200/ab_sum_one_wave, ref/NOTES.md item 45).
+ * Launched as a programmatic dependent of the partials' kernel: its CTAs are
+ * scheduled while that kernel drains and wait in nf_pdl_wait. */
 template <int CPL>
 nf_status launch_sum_parts(nf_context *ctx, const nf_norm_bwd_args *a, int64_t parts, const float *pg,
                            const float *pb, bool planar, int64_t *ctas)

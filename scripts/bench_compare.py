@@ -38,6 +38,16 @@ def load(path):
     return run, cases
 
 
+def first_cases(run, keep, key):
+    """{key(c): c} over the cases c of a bench run for which keep(c) holds, the
+    first case of each key: a run's cases of one kind, by shape."""
+    found = {}
+    for c in run.get("cases", []):
+        if keep(c):
+            found.setdefault(key(c), c)
+    return found
+
+
 def copy_fraction(run, c):
     """Case c's bytes moved per second as a fraction of its run's measured copy
     bandwidth, or None where it failed (no time): the measure of the norms' goal."""

@@ -9,8 +9,8 @@ first, its row loop done, its column write (a duration: the cluster's
 barriers and the partial rows' stores), its end (also by how many row
 groups it ran), and each reducer CTA's entry, release from its PDL wait and
 end; then the span from the first entry to the last end.  CTAs that
-recorded nothing (the reducer's db CTAs where db is not asked for) are left
-out.  --bench: a `normfuse bench --json` run of the same build without the
+recorded nothing (in traces from before the reducer launched CTAs only for
+the sums asked for: RMSNorm's db CTAs) are left out.  --bench: a `normfuse bench --json` run of the same build without the
 trace, whose time for the case is printed beside it (a traced launch's own
 time includes reading the records back).
 
@@ -21,7 +21,7 @@ import json
 import statistics
 import sys
 
-from bench_compare import copy_fraction
+from bench_compare import copy_fraction, first_cases
 
 
 def spread(values):
@@ -58,13 +58,9 @@ def read_trace(path):
 def bench_times(path):
     with open(path) as f:
         run = json.load(f)
-    times = {}
-    for c in run.get("cases", []):
-        s = c.get("shape", {})
-        if c.get("impl") == "ref" and "n" in s and c.get("time_us"):
-            frac = copy_fraction(run, c) if run.get("copy_bw_tbs") else None
-            times.setdefault((c["op"], s["M"], s["n"]), (c["time_us"], frac))
-    return times
+    cases = first_cases(run, lambda c: c.get("impl") == "ref" and "n" in c.get("shape", {}) and c.get("time_us"),
+                        lambda c: (c["op"], c["shape"]["M"], c["shape"]["n"]))
+    return {k: (c["time_us"], copy_fraction(run, c) if run.get("copy_bw_tbs") else None) for k, c in cases.items()}
 
 
 def report(path, head, rows, sums, times):

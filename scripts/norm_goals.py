@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 
-from bench_compare import copy_fraction
+from bench_compare import copy_fraction, first_cases
 
 ROW_LENGTHS = (1024, 2048, 4096, 8192, 16384)
 SIZES = ((26, 1 << 26), (28, 1 << 28))
@@ -29,16 +29,9 @@ GOALS = (("rmsnorm_fwd", 0.90), ("layernorm_fwd", 0.90), ("rmsnorm_bwd", 0.85), 
 
 def fractions(run, impl):
     """{(op, M n, n): fraction of copy bandwidth, or None where the case failed}, first case of each."""
-    found = {}
-    for c in run.get("cases", []):
-        shape = c.get("shape", {})
-        if c.get("impl") != impl or "M" not in shape or "n" not in shape:
-            continue
-        key = (c.get("op"), shape["M"] * shape["n"], shape["n"])
-        if key in found:
-            continue
-        found[key] = copy_fraction(run, c)
-    return found
+    cases = first_cases(run, lambda c: c.get("impl") == impl and {"M", "n"} <= c.get("shape", {}).keys(),
+                        lambda c: (c.get("op"), c["shape"]["M"] * c["shape"]["n"], c["shape"]["n"]))
+    return {k: copy_fraction(run, c) for k, c in cases.items()}
 
 
 def main():

@@ -23,6 +23,8 @@ import argparse
 import json
 import sys
 
+from bench_compare import first_cases
+
 MS = (65536, 131072, 524288)
 KNS = (256, 512, 1024)
 SHAPES = tuple((m, k, n) for m in MS for k in KNS for n in KNS)
@@ -31,13 +33,9 @@ HIDDEN_GOAL = 95.0
 
 def summaries(run):
     """{(M, K, N): the summary case} of a run, first case of each shape."""
-    found = {}
-    for c in run.get("cases", []):
-        s = c.get("shape", {})
-        if c.get("op") != "prenorm_fwd" or c.get("impl") != "summary" or not all(d in s for d in "MKN"):
-            continue
-        found.setdefault((s["M"], s["K"], s["N"]), c)
-    return found
+    return first_cases(run, lambda c: c.get("op") == "prenorm_fwd" and c.get("impl") == "summary" and
+                       all(d in c.get("shape", {}) for d in "MKN"),
+                       lambda c: (c["shape"]["M"], c["shape"]["K"], c["shape"]["N"]))
 
 
 def judge(c):

@@ -24,6 +24,8 @@ import json
 import statistics
 import sys
 
+from bench_compare import first_cases
+
 try:
     import torch
 except ImportError:  # --join needs no PyTorch; timing does, and says so
@@ -60,12 +62,9 @@ def fused_times(path):
     """{(M, K, N): t_fused_us} of the pre-norm fused cases of a bench JSON, and the run's header."""
     with open(path) as f:
         run = json.load(f)
-    times = {}
-    for c in run["cases"]:
-        if c["op"] == "prenorm_fwd" and c["impl"] == "fused" and c.get("time_us") is not None:
-            s = c["shape"]
-            times[(s["M"], s["K"], s["N"])] = c["time_us"]
-    return times, {k: run.get(k) for k in ("gpu", "date", "command")}
+    cases = first_cases(run, lambda c: c["op"] == "prenorm_fwd" and c["impl"] == "fused" and
+                        c.get("time_us") is not None, lambda c: (c["shape"]["M"], c["shape"]["K"], c["shape"]["N"]))
+    return {k: c["time_us"] for k, c in cases.items()}, {k: run.get(k) for k in ("gpu", "date", "command")}
 
 
 def main():

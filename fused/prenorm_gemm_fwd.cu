@@ -83,6 +83,7 @@
 #include "hopper/tma.cuh"
 #include "hopper/wgmma.cuh"
 #include "internal.h"
+#include "launch.h"
 
 using namespace nf_hopper;
 
@@ -434,18 +435,8 @@ nf_status launch_config(nf_context *ctx, int64_t M, int64_t N, cudaLaunchConfig_
     const size_t smem = smem_bytes<C>();
     NF_CUDA_TRY(cudaFuncSetAttribute(prenorm_gemm_fwd_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)smem));
-    *cfg = cudaLaunchConfig_t{};
-    cfg->blockDim = dim3(C::THREADS);
-    cfg->dynamicSmemBytes = smem;
-    cfg->stream = (cudaStream_t)nf_ctx_stream(ctx);
     int slots = nf_ctx_sm_count(ctx); /* CTAs resident at once (one per SM) */
     if (C::CLUSTER > 1) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = C::CLUSTER;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg->attrs = attr;
-        cfg->numAttrs = 1;
         /* Asked once per context: the answer is the device's, not the shape's. */
         int clusters = 0;
         NF_TRY(nf_ctx_occupancy(ctx, reinterpret_cast<const void *>(prenorm_gemm_fwd_kernel<C>), C::THREADS,
@@ -457,7 +448,8 @@ nf_status launch_config(nf_context *ctx, int64_t M, int64_t N, cudaLaunchConfig_
         slots = clusters * C::CLUSTER;
     }
     *resident = slots;
-    cfg->gridDim = dim3(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER));
+    *cfg = nf_launch_config(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER), C::THREADS, smem,
+                            (cudaStream_t)nf_ctx_stream(ctx), C::CLUSTER, attr);
     return NF_OK;
 }
 

@@ -42,6 +42,7 @@
  *    column-partial kernel.
  */
 #include "fused/hopper/cluster.cuh"
+#include "launch.h"
 #include "ref_cuda.cuh"
 #include "norm_bwd_trace.cuh"
 
@@ -993,24 +994,6 @@ nf_status resident_grid(nf_context *ctx, Kernel kernel, int cta, size_t smem, in
     return NF_OK;
 }
 
-/* A launch of `grid` CTAs in clusters of `cluster` along x (1: no cluster
- * attribute); *attr holds the attribute the configuration points to. */
-cudaLaunchConfig_t cluster_launch(int64_t grid, int cta, size_t smem, cudaStream_t stream, int cluster,
-                                  cudaLaunchAttribute *attr)
-{
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)grid);
-    cfg.blockDim = dim3((unsigned)cta);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = (unsigned)cluster;
-    attr->val.clusterDim.y = attr->val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = cluster > 1 ? 1 : 0;
-    return cfg;
-}
-
 /* How many clusters of `cluster` CTAs of `kernel` run at once: 0 where that
  * size is not taken (the runtime refuses it; asking about a cluster size
  * cannot fail). */
@@ -1084,7 +1067,7 @@ nf_status launch_rows_and_reduce(nf_context *ctx, const nf_norm_bwd_args *a, int
     float *pg = NULL, *pb = NULL;
     NF_TRY(partial_buffers(ctx, a, slot, parts, &pg, &pb));
     cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_launch(grid, cta, smem, nf_stream_of(ctx), cluster, &attr);
+    const cudaLaunchConfig_t cfg = nf_launch_config(grid, cta, smem, nf_stream_of(ctx), cluster, &attr);
     const bool traced = nf_trace::wanted(a); /* cmake -DNF_TRACE_PHASES=ON only */
     if (traced)
         nf_trace::clear(cfg.stream);

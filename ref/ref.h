@@ -1,6 +1,6 @@
 /*
  * ref.h — what the files of ref/ share with each other (not with src/ or
- * fused/, which see only src/internal.h).
+ * fused/, which see only src/internal.h and src/launch.h).
  *
  * Workspace slots (nf_ctx_workspace).  A slot's pointer is valid until the
  * next request for that slot, so a pipeline gives every live intermediate

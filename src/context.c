@@ -11,6 +11,7 @@
 #include <cudnn.h>
 
 #include "internal.h"
+#include "launch.h"
 
 struct nf_context {
     int device;
@@ -144,17 +145,8 @@ nf_status nf_ctx_occupancy(nf_context *ctx, const void *kernel, int cta, size_t 
                            "%d threads, %zu bytes of shared memory: %s", cta, smem, cudaGetErrorString(e));
     } else {
         cudaLaunchAttribute attr;
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = (unsigned)cluster;
-        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-        cudaLaunchConfig_t cfg = {0};
-        cfg.gridDim.x = (unsigned)cluster;
-        cfg.gridDim.y = cfg.gridDim.z = 1;
-        cfg.blockDim.x = (unsigned)cta;
-        cfg.blockDim.y = cfg.blockDim.z = 1;
-        cfg.dynamicSmemBytes = smem;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
+        cudaLaunchConfig_t cfg = nf_launch_config(cluster, cta, smem, 0, cluster, &attr);
+        cfg.numAttrs = 1; /* clusters of 1 are asked about too */
         if (cudaOccupancyMaxActiveClusters(value, kernel, &cfg) != cudaSuccess) {
             (void)cudaGetLastError(); /* not a launch error: this size is just not taken */
             *value = 0;

@@ -1,6 +1,8 @@
 /*
  * internal.h — what the API layer (src/), the reference kernels (ref/) and
- * the fused kernels (fused/) share.  Not installed.
+ * the fused kernels (fused/) share.  Not installed.  (The launch
+ * configuration they share, which needs the CUDA runtime's types, is in
+ * launch.h.)
  *
  * The API layer validates every argument before it calls anything here, so
  * the functions below may assume: pointers the op needs are non-NULL, sizes

@@ -16,12 +16,15 @@
 # "new"; NF_BASE names "base" (default: "NF_COMMIT with BASEDIR's files").
 # NF_AB_CHECKS: `normfuse check` cases, separated by ';', run by both builds
 # before anything is timed (ab_check.log; see ab_checks in gpu_env.sh).
+# sass_diff.txt: which kernels the two builds compile differently, and the
+# longest loop of each (scripts/sass_diff.py --loops, base then new), where
+# cuobjdump is on PATH or named by CUOBJDUMP.
 # Exit: 0, 1 when a build, a check or a bench run failed, 2 on usage, 77 without a GPU.
 #
 #   NF_COMMIT=315735d NF_BASE="315735d with its parent's ref/" \
 #     scripts/ab_builds.sh out/ab_norm_bar base/ --grid norm --impl ref
 set -euo pipefail
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 if [ $# -lt 2 ] || ! [ -d "$2" ]; then usage; fi
 # shellcheck source=scripts/gpu_env.sh
 . "$(dirname "$0")/gpu_env.sh"
@@ -42,6 +45,13 @@ NF_COMMIT="$base_commit" "$base_tree/scripts/gpu_suite.sh" build "$out/base" > /
   { echo "ab_builds: build of the base failed (see $out/base/build.log)" >&2; exit 1; }
 
 status=0
+if [ -n "${CUOBJDUMP:-}" ] || command -v cuobjdump > /dev/null; then
+  report_header "$out/sass_diff.txt" "scripts/sass_diff.py --loops base/libnormfuse.so new/libnormfuse.so (base: $base_commit)"
+  rc=0
+  python3 "$root/scripts/sass_diff.py" --loops "$base_tree/build/libnormfuse.so" "$build/libnormfuse.so" \
+    >> "$out/sass_diff.txt" 2>&1 || rc=$?
+  [ "$rc" = 2 ] && echo "ab_builds: the SASS comparison failed, see $out/sass_diff.txt" >&2
+fi
 if [ -n "${NF_AB_CHECKS:-}" ]; then
   log="$out/ab_check.log"
   report_header "$log" "with each build (base: $base_commit): normfuse check CASE --seed S for CASE in: $NF_AB_CHECKS"

@@ -51,6 +51,17 @@ if has sass; then
     awk -v re="$NF_SASS_FUNCS" '/Function :/ {keep = ($3 ~ re)} keep' \
       "$out/sass.full" >> "$out/sass_funcs.txt"
     grep -c "Function :" "$out/sass_funcs.txt" || echo "gpu_suite: no function matches NF_SASS_FUNCS"
+    # against a committed listing (NF_SASS_BASELINE, default the committed suite's): which of
+    # these kernels changed since, and how their loops did (scripts/sass_diff.py --loops)
+    baseline="${NF_SASS_BASELINE:-$root/reports/h200/sass_funcs.txt.xz}"
+    if [ -r "$baseline" ]; then
+      report_header "$out/sass_vs_baseline.txt" "scripts/sass_diff.py --loops ${baseline#"$root"/} sass_funcs.txt"
+      rc=0
+      (cd "$root" && python3 scripts/sass_diff.py --loops "${baseline#"$root"/}" "$out/sass_funcs.txt") \
+        >> "$out/sass_vs_baseline.txt" 2>&1 || rc=$?
+      if [ "$rc" = 2 ]; then echo "gpu_suite: the SASS comparison failed, see sass_vs_baseline.txt"
+      else tail -1 "$out/sass_vs_baseline.txt"; fi
+    fi
     # a few MB of text, a few hundred KB compressed
     xz -9 -f "$out/sass_funcs.txt" 2> /dev/null || echo "gpu_suite: no xz; sass_funcs.txt left as text"
   fi

@@ -2,16 +2,17 @@
 """sass_diff.py [--funcs REGEX] [--loops] A B — which kernels two builds compile to the same machine code.
 
 A and B are each the text of `cuobjdump --dump-sass` (the GPU suite's
-`sass.full` or `sass_funcs.txt`) or a binary it reads (a cubin, an object
-file, libnormfuse.so), dumped with cuobjdump ($CUOBJDUMP, else the one on
-PATH).  Kernels are matched by architecture and mangled name, with the
-per-file hash of an anonymous namespace removed, so a kernel compiled from
+`sass.full` or `sass_funcs.txt`, also xz-compressed as reports/ keeps it)
+or a binary it reads (a cubin, an object file, libnormfuse.so), dumped with
+cuobjdump ($CUOBJDUMP, else the one on PATH).  Kernels are matched by architecture (where both listings name it)
+and mangled name, with the per-file hash of an anonymous namespace removed, so a kernel compiled from
 a copy of its file under another name still matches its original.  Two
 kernels are the same when their instructions are, operands and branch
 targets included (the encodings and addresses are not compared: equal
 instructions encode equally).
 
-One line per kernel: `same`, `differs` (instruction counts A -> B), or
+First the two inputs, each with the commit its report header names, if
+any; then one line per kernel: `same`, `differs` (instruction counts A -> B), or
 `only A` / `only B`; then a count of each.  --loops adds, for each kernel
 that differs, its longest loop (the widest backward branch) on both sides:
 its length, its global and shared loads and stores and barriers, whether
@@ -25,6 +26,7 @@ one differs or is on one side only, 2 on a usage error or an input that
 holds no SASS.
 """
 import argparse
+import lzma
 import os
 import re
 import shutil
@@ -47,8 +49,11 @@ def normalize_name(name):
 def sass_text(path):
     """The SASS listing of PATH: its text, or cuobjdump's dump of a binary."""
     with open(path, "rb") as f:
-        head = f.read(4)
-    if head != b"\x7fELF":
+        head = f.read(6)
+    if head.startswith(b"\xfd7zXZ"):
+        with lzma.open(path, "rt", errors="replace") as f:
+            return f.read()
+    if not head.startswith(b"\x7fELF"):
         with open(path, errors="replace") as f:
             return f.read()
     tool = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")
@@ -61,9 +66,12 @@ def sass_text(path):
 
 
 def read_kernels(path):
-    """{(arch, normalized name): [(address, instruction text), ...]}."""
-    kernels, arch, body = {}, "", None
+    """({(arch, normalized name): [(address, instruction text), ...]}, the report header's commit or None)."""
+    kernels, arch, body, commit = {}, "", None, None
     for line in sass_text(path).splitlines():
+        if commit is None and line.startswith("# commit: "):
+            commit = line[len("# commit: "):].strip()
+            continue
         m = ARCH.match(line)
         if m:
             arch = m.group(1)
@@ -78,7 +86,7 @@ def read_kernels(path):
     kernels = {k: v for k, v in kernels.items() if v}
     if not kernels:
         raise ValueError("%s holds no SASS (no 'Function :' with instructions)" % path)
-    return kernels
+    return kernels, commit
 
 
 def longest_loop(body):
@@ -134,14 +142,19 @@ def main():
         print("sass_diff: --funcs: %s" % e, file=sys.stderr)
         return 2
     try:
-        ka, kb = read_kernels(args.a), read_kernels(args.b)
-    except (OSError, ValueError) as e:
+        (ka, ca), (kb, cb) = read_kernels(args.a), read_kernels(args.b)
+    except (OSError, ValueError, EOFError, lzma.LZMAError) as e:
         print("sass_diff: %s" % e, file=sys.stderr)
         return 2
+    if not all(arch for arch, _ in ka) or not all(arch for arch, _ in kb):
+        # a listing cut out of a dump (sass_funcs.txt) has no "code for" lines: match by name
+        ka, kb = ({("", name): body for (_, name), body in k.items()} for k in (ka, kb))
     names = sorted(k for k in set(ka) | set(kb) if keep is None or keep.search(k[1]))
     if not names:
         print("sass_diff: --funcs %r keeps no kernel" % args.funcs, file=sys.stderr)
         return 2
+    for side, path, commit in (("A", args.a, ca), ("B", args.b, cb)):
+        print("%s: %s%s" % (side, path, ", commit %s" % commit if commit else ""))
     tally = {"same": 0, "differs": 0, "only A": 0, "only B": 0}
     for key in names:
         arch, name = key

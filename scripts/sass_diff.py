@@ -3,23 +3,24 @@
 
 A and B are each the text of `cuobjdump --dump-sass` (the GPU suite's
 `sass.full` or `sass_funcs.txt`, also xz-compressed as reports/ keeps it)
-or a binary it reads (a cubin, an object file, libnormfuse.so), dumped with
-cuobjdump ($CUOBJDUMP, else the one on PATH).  Kernels are matched by architecture (where both listings name it)
-and mangled name, with the per-file hash of an anonymous namespace removed, so a kernel compiled from
+or a binary it reads (a cubin, an object file, libnormfuse.so), dumped
+with cuobjdump ($CUOBJDUMP, else the one on PATH).  Kernels are matched by
+architecture (where both listings name it) and mangled name, with the
+per-file hash of an anonymous namespace removed, so a kernel compiled from
 a copy of its file under another name still matches its original.  Two
 kernels are the same when their instructions are, operands and branch
 targets included (the encodings and addresses are not compared: equal
 instructions encode equally).
 
 First the two inputs, each with the commit its report header names, if
-any; then one line per kernel: `same`, `differs` (instruction counts A -> B), or
-`only A` / `only B`; then a count of each.  --loops adds, for each kernel
-that differs, its longest loop (the widest backward branch) on both sides:
-its length, its global and shared loads and stores and barriers, whether
-those come in the same order, and whether the loop is the same but for
-register and predicate numbers.  This is what to read before spending
-device time on a change meant to leave a kernel's hot loop alone.
---funcs keeps the kernels whose normalized name matches REGEX.
+any; then one line per kernel: `same`, `differs` (instruction counts
+A -> B), or `only A` / `only B`; then a count of each.  --loops adds, for
+each kernel that differs, its longest loop (the widest backward branch) on
+both sides: its length, its global and shared loads and stores and
+barriers, whether those come in the same order, and whether the loop is
+the same but for register and predicate numbers.  This is what to read
+before spending device time on a change meant to leave a kernel's hot
+loop alone.  --funcs keeps the kernels whose normalized name matches REGEX.
 
 Exit status: 0 when every kernel kept is the same on both sides, 1 when
 one differs or is on one side only, 2 on a usage error or an input that
@@ -66,7 +67,7 @@ def sass_text(path):
 
 
 def read_kernels(path):
-    """({(arch, normalized name): [(address, instruction text), ...]}, the report header's commit or None)."""
+    """{(arch, normalized name): [(address, instruction), ...]} and the header's commit (or None)."""
     kernels, arch, body, commit = {}, "", None, None
     for line in sass_text(path).splitlines():
         if commit is None and line.startswith("# commit: "):

@@ -10,9 +10,10 @@ barriers and the partial rows' stores), its end (also by how many row
 groups it ran), and each reducer CTA's entry, release from its PDL wait and
 end; then the span from the first entry to the last end.  CTAs that
 recorded nothing (in traces from before the reducer launched CTAs only for
-the sums asked for: RMSNorm's db CTAs) are left out.  --bench: a `normfuse bench --json` run of the same build without the
-trace, whose time for the case is printed beside it (a traced launch's own
-time includes reading the records back).
+the sums asked for: RMSNorm's db CTAs) are left out.  --bench: a
+`normfuse bench --json` run of the same build without the trace, whose
+time for the case is printed beside it (a traced launch's own time
+includes reading the records back).
 
 Exit status: 0, or 2 on a file that is not such a trace.
 """

@@ -6,8 +6,9 @@ move their bytes at >= 0.90 of the run's measured copy bandwidth forward and
 >= 0.85 backward, for every n in 1024, 2048, 4096, 8192, 16384 at M n = 2^26
 and 2^28: 40 points.  Prints one row per op and size with each point's
 fraction (a miss marked '*', a point the run lacks or failed '-'), then one
-line: how many of the 40 points meet the goal and which do not.  The fraction
-is scripts/bench_compare.py's copy_fraction (bytes / time / copy_bw).  Other grids time some of the same shapes (the pre-norm grid's
+line: how many of the 40 points meet the goal and which do not.  The
+fraction is scripts/bench_compare.py's copy_fraction (bytes / time /
+copy_bw).  Other grids time some of the same shapes (the pre-norm grid's
 RMSNorm at M = 65536, n = 1024); the first case of an (op, impl, shape) is
 the one read, the norm grid's, since the bench runs that grid first.
 

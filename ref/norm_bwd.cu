@@ -1139,7 +1139,11 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
  * and 0.84 -> 0.93) and, as 512 x 4 at one CTA per SM, n in (8192, 16384]
  * (reports/h200/ab_norm_ln16k: 0.63 -> 0.79 and 0.88 -> 0.94, against a
  * kernel that fed the rows through a cp.async ring in shared memory with the
- * columns in registers, ref/NOTES.md items 3 and 24).
+ * columns in registers, ref/NOTES.md items 3 and 24).  At n in (8192, 16384]
+ * each norm was also timed in the other's loop and as 1024 x 2
+ * (reports/h200/ab_bwd_16k, item 52): LayerNorm 13-38 % under it in every
+ * other shape; RMSNorm pipelined 0.87 -> 0.90 at 2^26 but 0.97 -> 0.95 at
+ * 2^28, so it keeps the plain loop.
  */
 template <bool LN>
 nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)

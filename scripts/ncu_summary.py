@@ -9,8 +9,10 @@ median duration, the median ratio of the busiest SM's active cycles to the
 average SM's (1.00 = every SM busy as long; the uneven end of a persistent
 grid shows here), and the median DRAM bytes read and written; --extra adds a
 column per further metric (its median, e.g. smsp__inst_executed.sum, the
-instructions a launch issued).  A metric the profile did not collect prints
-as "-".  The `profile` step of
+instructions a launch issued), headed by the name's last 14 characters, or,
+where two metrics' would be the same (smsp__warp_issue_stalled_*_per_warp_active.pct),
+by [1], [2], ... with a legend line per metric above the table.  A metric the
+profile did not collect prints as "-".  The `profile` step of
 scripts/gpu_suite.sh writes profile.txt with it; reports/h200/profile_bwd/
 holds the CSVs the first such summary was made from (ref/NOTES.md, "Where
 the backward's time goes").
@@ -78,9 +80,17 @@ def main():
     def fmt(v, spec):
         return spec % v if v is not None else "-"
 
+    # an extra metric's column is headed by its name's last 14 characters; where
+    # two would read the same (the stall reasons share their ends), by [i], with
+    # a legend line per metric above the table
+    labels = [m[-14:] for m in extra]
+    if len(set(labels)) < len(labels):
+        labels = ["[%d]" % (i + 1) for i in range(len(extra))]
+        for label, m in zip(labels, extra):
+            print("# %s %s" % (label, m))
     print("%-58s %-14s %5s %10s %8s %10s %10s" % ("kernel", "grid", "runs", "median us", "max/avg",
                                                  "read MB", "write MB") +
-          "".join(" %14s" % m[-14:] for m in extra))
+          "".join(" %14s" % label for label in labels))
     for (name, grid), g in groups:
         print("%-58.58s %-14s %5d %10s %8s %10s %10s" % (
             name, grid, len(g["us"]), fmt(median(g["us"]), "%.1f"), fmt(median(g["imb"]), "%.3f"),

@@ -5,7 +5,8 @@
 # faster under b in both rounds (the ranges apart), the GEMM case faster
 # under a in one round and slower in the other (the ranges overlap), and a
 # case that failed in one run.  Checks the plain table, --rounds and its
-# summary lines.
+# summary lines; then a run that times one case twice (as a grid of all ops
+# does): the first timing counts.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -41,5 +42,10 @@ frac="$("$py" "$script" --rounds ab_X_a_r1.json ab_X_b_r1.json ab_X_b_r2.json ab
 expect "$frac" '^rmsnorm_fwd .* ab_X_b 2/2$' "--rounds on fractions: higher is better"
 # on fractions the ratio is a's mean fraction over b's: (1/100 + 1/110) / (1/80 + 1/90) = 0.809
 expect "$frac" '^summary rmsnorm_fwd ref: ab_X_b / ab_X_a time 0\.809-0\.809' "summary on fractions: the time's ratio"
+# the norm case timed again later in the same run (150 us): its first timing counts
+sed 's/"flops": 0}]}/"flops": 0},\n  {"op": "rmsnorm_fwd", "impl": "ref", "shape": {"n": 16384, "M": 4096}, "time_us": 150.0, "bytes": 268435456, "flops": 0}]}/' \
+  ab_X_a_r1.json > twice.json
+twice="$("$py" "$script" --time twice.json ab_X_b_r1.json)"
+expect "$twice" '^rmsnorm_fwd +ref +M=4096 n=16384 +100\.0 +80\.0$' "a case timed twice: the first timing"
 [ "$status" = 0 ] && echo "PASS: bench_compare.py tables as expected"
 exit "$status"

@@ -4,7 +4,8 @@
 One row per (op, impl, shape) present in every run; one column per run with
 the case's fraction of that run's measured copy bandwidth (memory-bound ops)
 or its time in microseconds (--time); a case that failed in a run (no time)
-prints "failed" there.  Used for the A/B runs under reports/h200/ab_*/.
+prints "failed" there; a case timed twice in one run counts as its first
+timing (first_cases).  Used for the A/B runs under reports/h200/ab_*/.
 
 --rounds: the runs are rounds of the same variants (names ending in _r<N>,
 as scripts/ab_bench.sh writes them with NF_AB_ROUNDS): one column per
@@ -28,24 +29,25 @@ import re
 import statistics
 
 
-def load(path):
-    with open(path) as f:
-        run = json.load(f)
-    cases = {}
-    for c in run["cases"]:
-        key = (c["op"], c["impl"], tuple(sorted(c["shape"].items())))
-        cases[key] = c
-    return run, cases
-
-
 def first_cases(run, keep, key):
     """{key(c): c} over the cases c of a bench run for which keep(c) holds, the
-    first case of each key: a run's cases of one kind, by shape."""
+    first case of each key: a run's cases of one kind, by shape.  The one rule
+    every tool here reads a run by: a case timed twice in one run (a grid of
+    all ops re-times RMSNorm 65536 x 1024 in the pre-norm grid) counts as its
+    first timing, the one its own grid made."""
     found = {}
     for c in run.get("cases", []):
         if keep(c):
             found.setdefault(key(c), c)
     return found
+
+
+def load(path):
+    """(run, {(op, impl, shape): case}) of a bench JSON, by first_cases' rule."""
+    with open(path) as f:
+        run = json.load(f)
+    cases = first_cases(run, lambda c: True, lambda c: (c["op"], c["impl"], tuple(sorted(c["shape"].items()))))
+    return run, cases
 
 
 def copy_fraction(run, c):

@@ -1,6 +1,6 @@
 #!/bin/sh
-# check_ncu_summary.sh SCRIPT SHAPES.csv.gz BWD.csv STALLS.csv.gz: scripts/ncu_summary.py on three committed
-# profiles whose numbers are known: reports/h200/profile_shapes/ncu_65536x1024x256.csv.gz
+# check_ncu_summary.sh SCRIPT SHAPES.csv.gz BWD.csv STALLS.csv.gz: scripts/ncu_summary.py on
+# three committed profiles whose numbers are known: reports/h200/profile_shapes/ncu_65536x1024x256.csv.gz
 # (gzipped; the launcher's kernel and cuBLASLt's timed in turn, so each kernel's launches are
 # two apart: one run each with the default --gap, one run per launch with --gap 0) and
 # reports/h200/profile_bwd/ncu_read.csv (plain; a backward's row kernel and reducer

@@ -46,8 +46,9 @@ def load(path):
     """(run, {(op, impl, shape): case}) of a bench JSON, by first_cases' rule."""
     with open(path) as f:
         run = json.load(f)
-    cases = first_cases(run, lambda c: True, lambda c: (c["op"], c["impl"], tuple(sorted(c["shape"].items()))))
-    return run, cases
+    def key(c):
+        return c["op"], c["impl"], tuple(sorted(c["shape"].items()))
+    return run, first_cases(run, lambda c: True, key)
 
 
 def copy_fraction(run, c):

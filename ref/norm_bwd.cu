@@ -184,24 +184,39 @@ __device__ __forceinline__ void each_vector(const G &g, const uint4 (&xv)[VPT], 
     }
 }
 
-/* The two row sums of one cached row into c.m1 = mean(t) (LayerNorm) and
- * c.m2 = mean(t xh).  Every thread of the block calls it (group reductions),
- * with a scratch buffer no thread can still be reading (RowScratch). */
-template <int TPR, int VPT, bool LN, class G>
-__device__ __forceinline__ void row_means(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
-                                          const uint4 (&dyv)[VPT], int t, int nv, float *scratch,
-                                          RowCoef<LN> &c)
+/* The thread's share of one cached row's two sums, s1 = sum_j t_j
+ * (LayerNorm) and s2 = sum_j t_j xh_j, added to s1 and s2; with COLS, the
+ * row's dg/db contributions go into the column sums in the same pass
+ * (Cols::kFirstPass). */
+template <int TPR, int VPT, bool LN, bool COLS, class G, class Cols>
+__device__ __forceinline__ void row_partials(const G &g, const uint4 (&xv)[VPT], const uint4 (&dyv)[VPT], int t,
+                                             int nv, const RowCoef<LN> &c, Cols &cols, float &s1, float &s2)
 {
-    float s1 = 0.0f, s2 = 0.0f; /* s1 = sum_j t_j,  s2 = sum_j t_j xh_j */
-    each_vector<TPR>(g, xv, dyv, t, nv, [&](int, int, float (&xf)[NF_VEC], float (&)[NF_VEC],
+    each_vector<TPR>(g, xv, dyv, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
                                             float (&tf)[NF_VEC]) {
+        if constexpr (COLS)
+            cols.begin(v);
 #pragma unroll
         for (int e = 0; e < NF_VEC; ++e) {
             if constexpr (LN)
                 s1 += tf[e];
-            s2 = fmaf(tf[e], c.xhat(xf[e]), s2);
+            const float xh = c.xhat(xf[e]);
+            s2 = fmaf(tf[e], xh, s2);
+            if constexpr (COLS)
+                cols.add(k, e, dyf[e], xh);
         }
+        if constexpr (COLS)
+            cols.end(v);
     });
+}
+
+/* The row's two means from the threads' shares: c.m1 = mean(t) (LayerNorm),
+ * c.m2 = mean(t xh).  Every thread of the block calls it (group reductions),
+ * with a scratch buffer no thread can still be reading (RowScratch). */
+template <int TPR, bool LN>
+__device__ __forceinline__ void row_reduce(const nf_norm_bwd_args &a, float s1, float s2, float *scratch,
+                                           RowCoef<LN> &c)
+{
     if constexpr (LN)
         nf_group_sum2<TPR, true>(s1, s2, scratch);
     else
@@ -266,7 +281,7 @@ struct RowScratch {
  */
 template <int TPR, int VPT, bool LN>
 struct NoColumns {
-    static constexpr bool kOn = false, kSmem = false;
+    static constexpr bool kOn = false, kSmem = false, kFirstPass = false;
     static constexpr size_t smem_bytes(int64_t) { return 0; }
     __device__ NoColumns(void *, int, int) {}
     __device__ __forceinline__ void begin(int) {}
@@ -284,7 +299,7 @@ template <int TPR, int VPT> constexpr int partials_red_floats()
 
 template <int TPR, int VPT, bool LN>
 struct RegColumns {
-    static constexpr bool kOn = true, kSmem = false, kPlanar = false;
+    static constexpr bool kOn = true, kSmem = false, kPlanar = false, kFirstPass = false;
     static constexpr size_t smem_bytes(int64_t) { return 0; }
     float g[VPT][NF_VEC], b[LN ? VPT : 1][NF_VEC];
 
@@ -352,7 +367,7 @@ __device__ __forceinline__ float &nf_f4(float4 &f, int i) { return i == 0 ? f.x 
 template <int TPR, int VPT, bool LN>
 struct SmemColumns {
     static_assert(nf_cta_threads<TPR>() == TPR, "one row group per CTA");
-    static constexpr bool kOn = true, kSmem = true, kPlanar = LN;
+    static constexpr bool kOn = true, kSmem = true, kPlanar = LN, kFirstPass = false;
     static constexpr int kPlanes = LN ? 4 : 2;
     static constexpr size_t smem_bytes(int64_t nv) { return (size_t)kPlanes * nv * sizeof(float4); }
     float4 *planes;
@@ -488,23 +503,44 @@ struct SmemColumns {
     }
 };
 
-/* dx of one cached row, stored; the row's dg (dy xh) and db (dy)
+/*
+ * SmemColumns whose sums are taken in the row's first pass, beside the row's
+ * two sums (row_partials), instead of in the second beside dx: the same adds
+ * in the same order, so dg/db are the same bits; what moves is the shared
+ * memory's read-modify-write of the four planes, from after the row
+ * reduction's barrier to before it.  Measured for LayerNorm's 512 x 4 kernel
+ * (n in (8192, 16384]; reports/h200/ab_bwd_first_pass, ref/NOTES.md item 56):
+ * 0.836 -> 0.855 of copy bandwidth at n = 16384, M n = 2^26, 0.950 -> 0.958
+ * at 2^28; the 128 x 4 and 256 x 4 kernels lost 0.3-2 % the same way and
+ * RMSNorm's 512 x 4 3 %, so they keep the second pass.
+ */
+template <int TPR, int VPT, bool LN>
+struct SmemColumnsFirstPass : SmemColumns<TPR, VPT, LN> {
+    static_assert(!SmemColumns<TPR, VPT, LN>::kFirstPass, "the base sums the columns in the second pass");
+    static constexpr bool kFirstPass = true;
+    using SmemColumns<TPR, VPT, LN>::SmemColumns;
+};
+
+/* dx of one cached row, stored; with COLS, the row's dg (dy xh) and db (dy)
  * contributions added to the thread's column accumulators. */
-template <int TPR, int VPT, bool LN, class G, class Cols>
+template <int TPR, int VPT, bool LN, class G, class Cols, bool COLS = true>
 __device__ __forceinline__ void row_dx(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
                                        const uint4 (&dyv)[VPT], int t, int nv, int64_t row,
                                        const RowCoef<LN> &c, Cols &cols)
 {
     each_vector<TPR>(g, xv, dyv, t, nv, [&](int k, int v, float (&xf)[NF_VEC], float (&dyf)[NF_VEC],
                                             float (&tf)[NF_VEC]) {
-        cols.begin(v);
+        if constexpr (COLS)
+            cols.begin(v);
 #pragma unroll
         for (int e = 0; e < NF_VEC; ++e) {
             const float xh = c.xhat(xf[e]);
-            cols.add(k, e, dyf[e], xh);
+            if constexpr (COLS)
+                cols.add(k, e, dyf[e], xh);
             xf[e] = c.dx(tf[e], xh);
         }
-        cols.end(v);
+        if constexpr (COLS)
+            cols.end(v);
         nf_stg8(a.dx + row * a.lddx + (int64_t)v * NF_VEC, nf_pack8(xf));
     });
 }
@@ -547,7 +583,8 @@ __device__ __forceinline__ void load_stats(const nf_norm_bwd_args &a, int64_t ro
 }
 
 /* One row of a persistent loop, cached in registers: its two means (every
- * thread of the block), then, for rows < M, dx and the row's column sums. */
+ * thread of the block), then, for rows < M, dx and the row's column sums
+ * (Cols::kFirstPass: the column sums with the means). */
 template <int TPR, int VPT, bool LN, class G, class Cols>
 __device__ __forceinline__ void row_step(const nf_norm_bwd_args &a, const G &g, const uint4 (&xv)[VPT],
                                          const uint4 (&dyv)[VPT], float rstd, float mu, int t, int nv,
@@ -555,9 +592,23 @@ __device__ __forceinline__ void row_step(const nf_norm_bwd_args &a, const G &g, 
 {
     RowCoef<LN> c;
     c.init(rstd, mu);
-    row_means<TPR, VPT, LN>(a, g, xv, dyv, t, nv, scratch, c);
-    if (row < a.M)
-        row_dx<TPR, VPT, LN>(a, g, xv, dyv, t, nv, row, c, cols);
+    float s1 = 0.0f, s2 = 0.0f;
+    if constexpr (Cols::kFirstPass) {
+        /* rows >= M add nothing; the branch is uniform (one row group per CTA) */
+        const bool live = row < a.M;
+        if (live)
+            row_partials<TPR, VPT, LN, true>(g, xv, dyv, t, nv, c, cols, s1, s2);
+        else
+            row_partials<TPR, VPT, LN, false>(g, xv, dyv, t, nv, c, cols, s1, s2);
+        row_reduce<TPR, LN>(a, s1, s2, scratch, c);
+        if (live)
+            row_dx<TPR, VPT, LN, G, Cols, false>(a, g, xv, dyv, t, nv, row, c, cols);
+    } else {
+        row_partials<TPR, VPT, LN, false>(g, xv, dyv, t, nv, c, cols, s1, s2);
+        row_reduce<TPR, LN>(a, s1, s2, scratch, c);
+        if (row < a.M)
+            row_dx<TPR, VPT, LN>(a, g, xv, dyv, t, nv, row, c, cols);
+    }
 }
 
 /* The plain persistent row loop: each row group's x and dy loaded into
@@ -1156,7 +1207,7 @@ nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
         if (nv <= 256)  return launch_vec_kind<RegColumns, 64, 4, LN>(ctx, a, slot);   /* n <= 2048  */
         if (nv <= 512)  return launch_pipe_kind<SmemColumns, 128, 4, LN>(ctx, a, slot); /* n <= 4096 */
         if (nv <= 1024) return launch_pipe_kind<SmemColumns, 256, 4, LN>(ctx, a, slot); /* n <= 8192 */
-        if (nv <= 2048) return launch_pipe_kind<SmemColumns, 512, 4, LN>(ctx, a, slot); /* n <= 16384 */
+        if (nv <= 2048) return launch_pipe_kind<SmemColumnsFirstPass, 512, 4, LN>(ctx, a, slot); /* n <= 16384 */
     } else {
         if (nv <= 128)  return launch_pipe_kind<RegColumns, 64, 2, LN>(ctx, a, slot);  /* n <= 1024  */
         if (nv <= 256)  return launch_pipe_kind<RegColumns, 128, 2, LN>(ctx, a, slot); /* n <= 2048  */

@@ -509,10 +509,12 @@ struct SmemColumns {
  * in the same order, so dg/db are the same bits; what moves is the shared
  * memory's read-modify-write of the four planes, from after the row
  * reduction's barrier to before it.  Measured for LayerNorm's 512 x 4 kernel
- * (n in (8192, 16384]; reports/h200/ab_bwd_first_pass, ref/NOTES.md item 56):
- * 0.836 -> 0.855 of copy bandwidth at n = 16384, M n = 2^26, 0.950 -> 0.958
- * at 2^28; the 128 x 4 and 256 x 4 kernels lost 0.3-2 % the same way and
- * RMSNorm's 512 x 4 3 %, so they keep the second pass.
+ * (n in (8192, 16384]; ref/NOTES.md item 56): 0.836 -> 0.855 of copy
+ * bandwidth at n = 16384, M n = 2^26, and 0.950 -> 0.958 at 2^28 as a switch
+ * (reports/h200/ab_bwd_early); this code against main's, 0.830 -> 0.846 and
+ * 0.942 -> 0.948 (reports/h200/ab_bwd_first_pass).  The 128 x 4 and 256 x 4
+ * kernels lost 0.3-2 % the same way and RMSNorm's 512 x 4 3 %, so they keep
+ * the second pass.
  */
 template <int TPR, int VPT, bool LN>
 struct SmemColumnsFirstPass : SmemColumns<TPR, VPT, LN> {

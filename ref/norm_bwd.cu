@@ -1196,7 +1196,9 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
  * each norm was also timed in the other's loop and as 1024 x 2
  * (reports/h200/ab_bwd_16k, item 52): LayerNorm 13-38 % under it in every
  * other shape; RMSNorm pipelined 0.87 -> 0.90 at 2^26 but 0.97 -> 0.95 at
- * 2^28, so it keeps the plain loop.
+ * 2^28, so it keeps the plain loop.  LayerNorm's 512 x 4 takes its column
+ * sums in the row's first pass (SmemColumnsFirstPass, item 56: ~2 % at
+ * n = 16384, 2^26; the other shared-column kernels lost with it).
  */
 template <bool LN>
 nf_status launch_vec_by_n(nf_context *ctx, const nf_norm_bwd_args *a, int slot)

@@ -594,23 +594,16 @@ __device__ __forceinline__ void row_step(const nf_norm_bwd_args &a, const G &g, 
 {
     RowCoef<LN> c;
     c.init(rstd, mu);
+    /* rows >= M add nothing to the columns (kFirstPass: the branch is
+     * uniform, one row group per CTA) */
     float s1 = 0.0f, s2 = 0.0f;
-    if constexpr (Cols::kFirstPass) {
-        /* rows >= M add nothing; the branch is uniform (one row group per CTA) */
-        const bool live = row < a.M;
-        if (live)
-            row_partials<TPR, VPT, LN, true>(g, xv, dyv, t, nv, c, cols, s1, s2);
-        else
-            row_partials<TPR, VPT, LN, false>(g, xv, dyv, t, nv, c, cols, s1, s2);
-        row_reduce<TPR, LN>(a, s1, s2, scratch, c);
-        if (live)
-            row_dx<TPR, VPT, LN, G, Cols, false>(a, g, xv, dyv, t, nv, row, c, cols);
-    } else {
+    if (Cols::kFirstPass && row < a.M)
+        row_partials<TPR, VPT, LN, true>(g, xv, dyv, t, nv, c, cols, s1, s2);
+    else
         row_partials<TPR, VPT, LN, false>(g, xv, dyv, t, nv, c, cols, s1, s2);
-        row_reduce<TPR, LN>(a, s1, s2, scratch, c);
-        if (row < a.M)
-            row_dx<TPR, VPT, LN>(a, g, xv, dyv, t, nv, row, c, cols);
-    }
+    row_reduce<TPR, LN>(a, s1, s2, scratch, c);
+    if (row < a.M)
+        row_dx<TPR, VPT, LN, G, Cols, !Cols::kFirstPass>(a, g, xv, dyv, t, nv, row, c, cols);
 }
 
 /* The plain persistent row loop: each row group's x and dy loaded into

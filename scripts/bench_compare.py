@@ -27,6 +27,7 @@ import json
 import os
 import re
 import statistics
+import sys
 
 
 def first_cases(run, keep, key):
@@ -49,6 +50,24 @@ def load(path):
     def key(c):
         return c["op"], c["impl"], tuple(sorted(c["shape"].items()))
     return run, first_cases(run, lambda c: True, key)
+
+
+def read_runs(tool, paths, required):
+    """The bench JSON of each of paths, each an object with a non-empty `required`
+    field; None, after naming the first file that is not (`tool: path: why` on
+    stderr), where one is unreadable or not such a run."""
+    runs = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                run = json.load(f)
+            if not isinstance(run, dict) or not run.get(required):
+                raise ValueError("no %s (not a normfuse bench run?)" % required)
+        except (OSError, ValueError) as e:
+            print("%s: %s: %s" % (tool, path, e), file=sys.stderr)
+            return None
+        runs.append(run)
+    return runs
 
 
 def copy_fraction(run, c):

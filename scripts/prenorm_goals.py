@@ -20,10 +20,9 @@ Exit status: 0 when every shape meets the goal in every run, 1 when one does
 not, 2 on usage errors or a run without a single pre-norm summary case.
 """
 import argparse
-import json
 import sys
 
-from bench_compare import first_cases
+from bench_compare import first_cases, read_runs
 
 MS = (65536, 131072, 524288)
 KNS = (256, 512, 1024)
@@ -104,22 +103,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bench", nargs="+", help="`normfuse bench --json` files (several: the same kernels, run apart)")
     args = ap.parse_args()
-    runs, judged_runs = [], []
-    for path in args.bench:
-        try:
-            with open(path) as f:
-                run = json.load(f)
-            if not isinstance(run, dict) or "cases" not in run:
-                raise ValueError("no cases (not a normfuse bench run?)")
-        except (OSError, ValueError) as e:
-            print("prenorm_goals: %s: %s" % (path, e), file=sys.stderr)
-            return 2
+    runs = read_runs("prenorm_goals", args.bench, "cases")
+    if runs is None:
+        return 2
+    judged_runs = []
+    for path, run in zip(args.bench, runs):
         found = summaries(run)
         if not found:
             print("prenorm_goals: %s holds no pre-norm summary case (a bench narrowed to other grids, or to "
                   "--op prenorm_fwd alone?)" % path, file=sys.stderr)
             return 2
-        runs.append(run)
         judged_runs.append({shape: judge(found.get(shape)) for shape in SHAPES})
     if len(runs) == 1:
         print_one(args.bench[0], runs[0], judged_runs[0])

@@ -4,7 +4,8 @@
  * Method (SPEC.md section 6): every case is warmed up, then timed `reps`
  * times with events around the launch alone; before each timed launch L2
  * (60 MB on the H200) is flushed through a 256 MiB buffer so the inputs come
- * from HBM.  The median is reported.  Two flushes (--flush):
+ * from HBM.  The median is reported, and in the JSON the repetitions' spread
+ * (min, p10, p90, max).  Two flushes (--flush):
  *   read   (default) the buffer is read (nf_ref_read_sweep): the previous
  *          launch's dirty lines are written back during the flush and L2 is
  *          left clean, so the timed launch moves only its own bytes;
@@ -86,6 +87,7 @@ typedef struct record {
     char variant[24]; /* the kernel variant that ran ("" when the op has none) */
     shape s;
     double us, bytes, flops, roofline_us; /* us < 0: the launch failed */
+    double us_min, us_p10, us_p90, us_max; /* the repetitions' spread around the median us */
     nf_status status;
     char error[256];
     /* pre-norm summaries only (impl "summary"; us is t_fused) */
@@ -137,21 +139,40 @@ static nf_status flush_l2(bench *b, int i)
     return e == cudaSuccess ? NF_OK : nf_fail(NF_ERR_CUDA, "normfuse bench", "cudaMemsetAsync: %s", cudaGetErrorString(e));
 }
 
+/* A case's times over its repetitions, in microseconds: the median (what every
+ * table and goal reads) and the spread around it (median < 0: it failed). */
+typedef struct timing {
+    double median, min, p10, p90, max;
+} timing;
+
+/* The timing of reps sorted times in ms: nearest-rank percentiles. */
+static timing timing_of(const float *sorted, int reps)
+{
+    const double us = 1e3;
+    timing t;
+    t.median = us * (reps % 2 ? sorted[reps / 2] : 0.5 * (sorted[reps / 2 - 1] + sorted[reps / 2]));
+    t.min = us * sorted[0];
+    t.p10 = us * sorted[(int)(0.1 * (reps - 1) + 0.5)];
+    t.p90 = us * sorted[(int)(0.9 * (reps - 1) + 0.5)];
+    t.max = us * sorted[reps - 1];
+    return t;
+}
+
 /*
- * Median times in microseconds of n launches timed in turn: after their
+ * Times in microseconds of n launches timed in turn: after their
  * warm-ups, repetition i times launch 0, 1, ..., n-1, each after its own
  * flush.  The pre-norm grid compares its cases with each other (fused against
  * cuBLASLt alone), and the H200 lowers its SM clock as a sustained GEMM load
  * heats it: timed one after the other, the same kernel read up to 18 % slower
  * in the later block (reports/h200/ab_prenorm_epi); in turn, every case sees
- * the same clocks.  On a failed launch every us[k] is < 0 and *st says why.
+ * the same clocks.  On a failed launch every t[k].median is < 0 and *st says why.
  */
 static void time_interleaved(bench *b, int n, const launch_fn *launch, const void *const *args,
-                             double *us, nf_status *st)
+                             timing *t, nf_status *st)
 {
     float *ms = calloc((size_t)b->reps * (size_t)n, sizeof *ms);
     for (int k = 0; k < n; ++k)
-        us[k] = -1.0;
+        t[k] = (timing){-1.0, -1.0, -1.0, -1.0, -1.0};
     *st = NF_OK;
     if (!ms) {
         *st = nf_fail(NF_ERR_OUT_OF_MEMORY, "normfuse bench", "no host memory for %d x %d times", n, b->reps);
@@ -176,18 +197,18 @@ static void time_interleaved(bench *b, int n, const launch_fn *launch, const voi
     for (int k = 0; k < n; ++k) {
         float *m = ms + (size_t)k * (size_t)b->reps;
         qsort(m, (size_t)b->reps, sizeof *m, cmp_float);
-        us[k] = 1e3 * (b->reps % 2 ? m[b->reps / 2] : 0.5 * (m[b->reps / 2 - 1] + m[b->reps / 2]));
+        t[k] = timing_of(m, b->reps);
     }
 fail:
     free(ms);
 }
 
-/* Median time in microseconds of `launch`, or a negative value on failure. */
-static double time_median(bench *b, launch_fn launch, const void *args, nf_status *st)
+/* The timing of `launch` alone (median < 0 on failure). */
+static timing time_one(bench *b, launch_fn launch, const void *args, nf_status *st)
 {
-    double us;
-    time_interleaved(b, 1, &launch, &args, &us, st);
-    return us;
+    timing t;
+    time_interleaved(b, 1, &launch, &args, &t, st);
+    return t;
 }
 
 /* ---- one case: time it, print a row, keep a record ------------------------------ */
@@ -249,10 +270,11 @@ static int check_list(const char *opt, const char *list, const char *const *know
     return 1;
 }
 
-/* Record and print a case timed at `us` (status st); returns us, or -1 when it failed. */
+/* Record and print a case of timing t (status st); returns its median, or -1 when it failed. */
 static double record_case(bench *b, const char *op, const char *impl, shape s, double bytes,
-                          double flops, double us, nf_status st)
+                          double flops, timing t, nf_status st)
 {
+    const double us = t.median;
     char dims[96] = "";
     for (int i = 0, o = 0; i < 4 && s.names[i]; ++i)
         o += snprintf(dims + o, sizeof dims - (size_t)o, "%s%s=%lld", i ? " " : "", s.names[i],
@@ -265,6 +287,7 @@ static double record_case(bench *b, const char *op, const char *impl, shape s, d
         snprintf(rec->variant, sizeof rec->variant, "%s", b->variant ? b->variant : "");
         rec->s = s;
         rec->us = st == NF_OK ? us : -1.0;
+        rec->us_min = t.min, rec->us_p10 = t.p10, rec->us_p90 = t.p90, rec->us_max = t.max;
         rec->bytes = bytes, rec->flops = flops, rec->roofline_us = roofline_us(b, bytes, flops);
         rec->status = st;
         if (st != NF_OK)
@@ -287,8 +310,7 @@ static double run_case(bench *b, const char *op, const char *impl, shape s, doub
     if (!listed(b->ops, op) || !listed(b->impls, impl))
         return -1.0;
     nf_status st = NF_OK;
-    double us = time_median(b, launch, args, &st);
-    return record_case(b, op, impl, s, bytes, flops, us, st);
+    return record_case(b, op, impl, s, bytes, flops, time_one(b, launch, args, &st), st);
 }
 
 /* One of a group of cases timed in turn (run_in_turn). */
@@ -309,7 +331,7 @@ static void run_in_turn(bench *b, turn_case *c, int n)
     enum { MAX_TURNS = 8 };
     launch_fn fn[MAX_TURNS];
     const void *args[MAX_TURNS];
-    double us[MAX_TURNS];
+    timing times[MAX_TURNS];
     int idx[MAX_TURNS], m = 0;
     for (int k = 0; k < n; ++k)
         c[k].us = -1.0;
@@ -326,11 +348,11 @@ static void run_in_turn(bench *b, turn_case *c, int n)
     if (m == 0)
         return;
     nf_status st = NF_OK;
-    time_interleaved(b, m, fn, args, us, &st);
+    time_interleaved(b, m, fn, args, times, &st);
     for (int j = 0; j < m; ++j) {
         turn_case *t = &c[idx[j]];
         b->variant = t->variant;
-        t->us = record_case(b, t->op, t->impl, t->s, t->bytes, t->flops, us[j], st);
+        t->us = record_case(b, t->op, t->impl, t->s, t->bytes, t->flops, times[j], st);
     }
     b->variant = NULL;
 }
@@ -438,13 +460,13 @@ static void measure_ceilings(bench *b)
 {
     size_t bytes = (size_t)1 << 30;
     nf_status st = NF_OK;
-    double us = time_median(b, launch_copy, &bytes, &st);
+    double us = time_one(b, launch_copy, &bytes, &st).median;
     b->copy_bw_tbs = us > 0 ? 2.0 * (double)bytes / (us * 1e-6) / 1e12 : NAN;
     const int64_t n = 8192;
     nf_gemm_args g = {.M = n, .N = n, .K = n, .A = input(b, 0, n * n), .lda = n,
                       .B = input(b, 4, n * n), .ldb = n, .C = output(b, 0), .ldc = n,
                       .alpha = 1.0f, .beta = 0.0f};
-    us = time_median(b, launch_gemm, &g, &st);
+    us = time_one(b, launch_gemm, &g, &st).median;
     b->mm_peak_tflops = us > 0 ? 2.0 * (double)(n * n * n) / (us * 1e-6) / 1e12 : NAN;
     printf("ceilings: copy %.2f TB/s (1 GiB device copy, read+write), cuBLASLt bf16 %.0f TFLOP/s "
            "(8192^3)\n\n", b->copy_bw_tbs, b->mm_peak_tflops);
@@ -772,8 +794,15 @@ static void write_json(FILE *f, const bench *b, const char *gpu, const char *dat
             nf_json_num(&j, "speedup", r->t_unfused > 0 ? r->t_unfused / r->us : NAN);
             nf_json_num(&j, "roofline_fraction", r->roofline_us / r->us);
         } else {
-            if (r->us >= 0)
+            if (r->us >= 0) {
                 nf_json_num(&j, "roofline_us", r->roofline_us);
+                /* the repetitions' spread: the median alone hides a case that reads
+                 * two levels (some launches slower than others) */
+                nf_json_num(&j, "time_min_us", r->us_min);
+                nf_json_num(&j, "time_p10_us", r->us_p10);
+                nf_json_num(&j, "time_p90_us", r->us_p90);
+                nf_json_num(&j, "time_max_us", r->us_max);
+            }
             nf_json_str(&j, "status", nf_status_name(r->status));
             if (r->status != NF_OK)
                 nf_json_str(&j, "error", r->error);

@@ -1,0 +1,38 @@
+#!/bin/sh
+# check_bench_json.sh NORMFUSE: a short `normfuse bench` run (the forward RMSNorm
+# of the norm grid at M n = 2^26, 7 repetitions) writes the JSON that reports/
+# and the goal scripts read: the run's fields, each case's op, impl, shape,
+# time_us, bytes and flops, and for every timed case a spread that brackets
+# its median (0 < min <= p10 <= median <= p90 <= max).  Exit 77 (skipped)
+# without a GPU or python3.
+set -eu
+cli="$1"
+py="${PYTHON:-python3}"
+command -v "$py" > /dev/null || { echo "SKIP: no $py"; exit 77; }
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+rc=0
+"$cli" bench --grid norm --op rmsnorm_fwd --impl ref --quick --reps 7 --json "$dir/bench.json" \
+  > "$dir/bench.out" 2>&1 || rc=$?
+if [ "$rc" = 77 ]; then cat "$dir/bench.out"; echo "SKIP: no GPU"; exit 77; fi
+if [ "$rc" != 0 ]; then cat "$dir/bench.out"; echo "FAIL: normfuse bench exited $rc"; exit 1; fi
+"$py" - "$dir/bench.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+bad = [k for k in ("gpu", "date", "command", "copy_bw_tbs", "mm_peak_tflops", "cases") if k not in run]
+cases = run.get("cases", [])
+if not cases:
+    bad.append("no cases")
+for c in cases:
+    missing = [k for k in ("op", "impl", "shape", "time_us", "bytes", "flops") if k not in c]
+    if missing:
+        bad.append("%s: no %s" % (c.get("op"), ", ".join(missing)))
+        continue
+    spread = [c.get(k) for k in ("time_min_us", "time_p10_us", "time_us", "time_p90_us", "time_max_us")]
+    if None in spread or not 0 < spread[0] <= spread[1] <= spread[2] <= spread[3] <= spread[4]:
+        bad.append("%s %s %s: min, p10, median, p90, max = %s" % (c["op"], c["impl"], c["shape"], spread))
+if bad:
+    print("FAIL: " + "; ".join(bad))
+    sys.exit(1)
+print("PASS: %d cases, each with its spread around the median" % len(cases))
+PY

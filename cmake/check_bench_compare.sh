@@ -6,7 +6,8 @@
 # under a in one round and slower in the other (the ranges overlap), and a
 # case that failed in one run.  Checks the plain table, --rounds and its
 # summary lines; then a run that times one case twice (as a grid of all ops
-# does): the first timing counts.
+# does): the first timing counts; then --spread, on a run with the
+# repetitions' p10 and p90 and one without.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -47,5 +48,17 @@ sed 's/"flops": 0}]}/"flops": 0},\n  {"op": "rmsnorm_fwd", "impl": "ref", "shape
   ab_X_a_r1.json > twice.json
 twice="$("$py" "$script" --time twice.json ab_X_b_r1.json)"
 expect "$twice" '^rmsnorm_fwd +ref +M=4096 n=16384 +100\.0 +80\.0$' "a case timed twice: the first timing"
+# --spread: a run with the repetitions' p10 and p90 (95 and 120 us around 100) and one
+# without (written before the bench kept them); as fractions the p90 time is the low end
+mkdir -p new old
+sed 's/"time_us": 100.0,/"time_us": 100.0, "time_p10_us": 95.0, "time_p90_us": 120.0,/' ab_X_a_r1.json > new/spread.json
+cp ab_X_b_r1.json old/spread.json
+spread="$("$py" "$script" --spread --time new/spread.json old/spread.json)"
+expect "$spread" '^rmsnorm_fwd +ref +M=4096 n=16384 +100\.0 \[95\.0-120\.0\] +80\.0 \[-\]$' "--spread, times"
+expect "$spread" ' new/spread +old/spread$' "runs of one file name named by their folders"
+spread="$("$py" "$script" --spread new/spread.json)"
+# 268435456 bytes at 4.0 TB/s: 120 us 0.559, 95 us 0.706
+expect "$spread" '^rmsnorm_fwd +ref +M=4096 n=16384 +0\.671 \[0\.559-0\.706\]$' "--spread, fractions"
+expect_exit 2 "--spread with --rounds" --spread --rounds ab_X_a_r1.json ab_X_a_r2.json
 [ "$status" = 0 ] && echo "PASS: bench_compare.py tables as expected"
 exit "$status"

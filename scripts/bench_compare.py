@@ -21,6 +21,12 @@ variant's time over the first variant's (from the means; for fractions of
 copy bandwidth, the inverse ratio, which is the time's for the same bytes),
 lowest-highest and median over the cases where both ran, and how many cases
 each variant won outright (its range apart from every other's).
+
+--spread (the plain table only): each cell also gives the run's p10-p90
+over its repetitions (the `normfuse bench` JSON's time_p10_us and
+time_p90_us; as fractions, the p90 time's fraction first), "-" where the
+run has none (written before 2d40f84): whether a case that reads apart in
+two runs moved as a whole or mixes two levels within each.
 """
 import argparse
 import json
@@ -85,18 +91,26 @@ def main():
     ap.add_argument("--impl", default=None, help="only this impl (ref, vendor, fused)")
     ap.add_argument("--rounds", action="store_true",
                     help="group runs named <variant>_r<N>: mean and range per variant over its rounds")
+    ap.add_argument("--spread", action="store_true",
+                    help="plain table: each run's p10-p90 over its repetitions beside the median")
     args = ap.parse_args()
+    if args.spread and args.rounds:
+        ap.error("--spread reads each run alone; it does not combine with --rounds")
     runs = [load(p) for p in args.runs]
     keys = [k for k in runs[0][1] if all(k in r[1] for r in runs[1:])]
     if args.impl:
         keys = [k for k in keys if k[1] == args.impl]
     names = [os.path.splitext(os.path.basename(p))[0] for p in args.runs]
+    if len(set(names)) < len(names):  # r1/bench.json, r2/bench.json: name them by folder too
+        names = [os.path.join(os.path.basename(os.path.dirname(os.path.abspath(p))), n)
+                 for p, n in zip(args.runs, names)]
 
-    def value(run, c):
-        """The case's number in this run, or None where it failed."""
+    def value(run, c, field="time_us"):
+        """The case's number in this run (its median, or the repetitions' `field`), or None
+        where it failed or the run lacks the field."""
         if args.time:
-            return c.get("time_us")
-        return copy_fraction(run, c)
+            return c.get(field)
+        return copy_fraction(run, dict(c, time_us=c.get(field)))
 
     fmt = "%.1f" if args.time else "%.3f"
     rows = sorted(keys, key=lambda k: (k[0], k[1], k[2]))
@@ -158,14 +172,23 @@ def main():
                 print("summary %s %s: %s / %s time %.3f-%.3f, median %.3f over %d case(s); clear wins: %s"
                       % (op, impl, g, first, min(r), max(r), statistics.median(r), len(r), wins))
         return
-    width = max(10, *(len(n) for n in names))
+    def cell(run, c):
+        v = value(run, c)
+        if v is None:
+            return "failed"
+        if not args.spread:
+            return fmt % v
+        lo, hi = value(run, c, "time_p10_us"), value(run, c, "time_p90_us")
+        if lo is None or hi is None:
+            return (fmt + " [-]") % v
+        lo, hi = min(lo, hi), max(lo, hi)  # as fractions the p90 time is the lower end
+        return (fmt + " [" + fmt + "-" + fmt + "]") % (v, lo, hi)
+
+    width = max(25 if args.spread else 10, *(len(n) for n in names))
     print("%-14s %-7s %-26s " % ("op", "impl", "shape") + " ".join("%*s" % (width, n) for n in names))
     for k in rows:
         shape = " ".join("%s=%s" % kv for kv in k[2])
-        cols = []
-        for run, cases in runs:
-            v = value(run, cases[k])
-            cols.append("%*s" % (width, "failed") if v is None else "%*s" % (width, fmt % v))
+        cols = ["%*s" % (width, cell(run, cases[k])) for run, cases in runs]
         print("%-14s %-7s %-26s " % (k[0], k[1], shape) + " ".join(cols))
 
 

@@ -310,7 +310,8 @@ static double run_case(bench *b, const char *op, const char *impl, shape s, doub
     if (!listed(b->ops, op) || !listed(b->impls, impl))
         return -1.0;
     nf_status st = NF_OK;
-    return record_case(b, op, impl, s, bytes, flops, time_one(b, launch, args, &st), st);
+    const timing t = time_one(b, launch, args, &st); /* before st is read: arguments have no order */
+    return record_case(b, op, impl, s, bytes, flops, t, st);
 }
 
 /* One of a group of cases timed in turn (run_in_turn). */

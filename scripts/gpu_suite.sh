@@ -69,7 +69,8 @@ if has sass; then
   grep -c . "$out/sass.txt"
 fi
 if has quickbench; then
-  "$build/cli/normfuse" bench --quick --reps 10 --json "$out/bench-quick.json" | tee "$out/bench-quick.log" | tail -30
+  report_header "$out/bench-quick.log" "normfuse bench --quick --reps 10 --json bench-quick.json"
+  "$build/cli/normfuse" bench --quick --reps 10 --json "$out/bench-quick.json" | tee -a "$out/bench-quick.log" | tail -30
 fi
 # goal_table NAME: scripts/NAME.py over the bench's JSON into NAME.txt, headed
 # like every log, its last line (the count) echoed; nothing where the run held

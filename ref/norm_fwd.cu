@@ -24,6 +24,7 @@
  *    passes over x through the cache, 2-byte loads.
  */
 #include "ref_cuda.cuh"
+#include "norm_fwd_trace.cuh"
 
 namespace {
 
@@ -117,6 +118,7 @@ __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
     const int64_t row = (int64_t)blockIdx.x * ROWS + group;
     const bool live = row < a.M;
     const int nv = (int)(a.n / NF_VEC);
+    NF_TRACE_FWD(0); /* cmake -DNF_TRACE_PHASES=ON only (norm_fwd_trace.cuh) */
 
     /* load: the row lives in registers from here on */
     uint4 xv[VPT];
@@ -144,6 +146,7 @@ __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
             nf_reg_fence(xv[k]);
     };
     const RowStats st = row_stats<TPR, LN>(cached, a.n, a.eps, scratch[group]);
+    NF_TRACE_FWD(1);
     if (!live)
         return;
     if (t == 0) {
@@ -176,6 +179,7 @@ __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
         }
         nf_stg8(a.y + row * a.ldy + (int64_t)v * NF_VEC, nf_pack8(f));
     }
+    NF_TRACE_FWD(2);
 }
 
 template <int TPR, int VPT, bool LN>
@@ -243,11 +247,16 @@ nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
 {
     constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     const int64_t blocks = (a->M + ROWS - 1) / ROWS;
+    const bool traced = nf_trace_fwd::wanted(a); /* cmake -DNF_TRACE_PHASES=ON only */
+    if (traced)
+        nf_trace_fwd::clear(st);
     if constexpr (MIN_CTAS > 0)
         norm_fwd_vec_capped<TPR, VPT, LN, MIN_CTAS><<<(unsigned)blocks, CTA, 0, st>>>(*a);
     else
         norm_fwd_vec<TPR, VPT, LN><<<(unsigned)blocks, CTA, 0, st>>>(*a);
     NF_CUDA_LAUNCHED("norm_fwd_vec");
+    if (traced)
+        nf_trace_fwd::write(st, a, blocks, CTA, ROWS);
     return NF_OK;
 }
 

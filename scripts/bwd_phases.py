@@ -30,18 +30,26 @@ def spread(values):
     return "min %8.2f  med %8.2f  max %8.2f" % (v[0], statistics.median(v), v[-1])
 
 
-def read_trace(path):
-    """(header fields, row records, reducer records); records as lists of ints, unrecorded ones dropped."""
+def trace_lines(path, columns, keys, what):
+    """(header fields, record lines) of a trace CSV whose header line starts with
+    `columns` and names each of `keys` (key=value); ValueError naming `what` else."""
     with open(path) as f:
         lines = [line.rstrip("\n") for line in f if line.strip()]
-    if not lines or not lines[0].startswith("kernel,cta,sm,"):
-        raise ValueError("not a norm backward trace (no header line)")
+    if not lines or not lines[0].startswith(columns):
+        raise ValueError("not a %s (no header line)" % what)
     head = dict(kv.split("=", 1) for kv in lines[0].split(",") if "=" in kv)
-    for key in ("op", "grid", "cluster", "cta_threads", "M", "n"):
+    for key in keys:
         if key not in head:
             raise ValueError("the header names no %s" % key)
+    return head, lines[1:]
+
+
+def read_trace(path):
+    """(header fields, row records, reducer records); records as lists of ints, unrecorded ones dropped."""
+    head, lines = trace_lines(path, "kernel,cta,sm,", ("op", "grid", "cluster", "cta_threads", "M", "n"),
+                              "norm backward trace")
     rows, sums = [], []
-    for line in lines[1:]:
+    for line in lines:
         fields = line.split(",")
         if fields[0] == "row":  # row,cta,sm,t0,t1,t2,t3,groups
             rec = [int(x) for x in fields[1:8]]

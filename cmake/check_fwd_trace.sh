@@ -1,0 +1,39 @@
+#!/bin/sh
+# check_fwd_trace.sh SCRIPT: scripts/fwd_trace.py on traces whose numbers are
+# known.  Five one-row CTAs on two SMs: SM 5 runs CTAs 0, 2 and 4 one after
+# another (entering at 0, 10 and 20 us), SM 9 CTAs 1 and 3 (0 and 10 us); each
+# takes 6 us to its statistics and 4 more to its stores; a sixth CTA recorded
+# nothing.  So the span is 30 us, SM 9 is done at 20, and CTA 4 alone runs on
+# for the last 10 us.  A second trace is the same with CTA 4 2 us slower.
+set -eu
+# shellcheck source=cmake/check_lib.sh
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
+script_and_scratch check_fwd_trace "$@"
+"$py" - "$dir/a.csv" "$dir/b.csv" <<'PY'
+import sys
+def trace(path, slow):
+    lines = ["kernel,cta,sm,t0,t1,t2,op=layernorm_fwd,grid=6,cta_threads=256,rows_per_cta=1,M=6,n=16384"]
+    base = 1000000
+    for cta, sm, start in ((0, 5, 0), (1, 9, 0), (2, 5, 10), (3, 9, 10), (4, 5, 20)):
+        extra = slow if cta == 4 else 0
+        t0 = base + start * 1000
+        lines.append("fwd,%d,%d,%d,%d,%d" % (cta, sm, t0, t0 + 6000, t0 + 10000 + extra * 1000))
+    lines.append("fwd,5,0,0,0,0")
+    open(path, "w").write("\n".join(lines) + "\n")
+trace(sys.argv[1], 0)
+trace(sys.argv[2], 2)
+PY
+run_script "$dir/a.csv"
+expect_rc 0 "a good trace"
+expect "$out" 'layernorm_fwd M=6 n=16384, 6 CTAs of 256 threads \(1 rows each\), 5 recorded, on 2 SMs$' "the launch named"
+expect "$out" '^span \(first entry to last store\) +30\.00 us$' "the span"
+expect "$out" '^per CTA, entry to statistics +min +6\.00  med +6\.00  max +6\.00$' "to the statistics"
+expect "$out" '^per CTA, statistics to stores +min +4\.00  med +4\.00  max +4\.00$' "to the stores"
+expect "$out" '^CTAs per SM +min 2  max 3$' "CTAs per SM"
+expect "$out" '^SM.s last store +min +20\.00  med +25\.00  max +30\.00$' "the SMs' ends"
+expect "$out" '^tail \(first SM done to the end\) +10\.00 us, 1 CTAs still running then$' "the tail"
+run_script "$dir/a.csv" "$dir/b.csv"
+expect "$out" 'b\.csv +32\.00 +12\.00 +10\.00 +6\.00$' "several traces side by side"
+printf 'kernel,cta,sm,t0,t1,t2,t3,groups,op=layernorm_bwd,grid=1,cluster=1,cta_threads=512,M=1,n=8\n' > "$dir/bwd.csv"
+expect_exit 2 "a backward trace" "$dir/bwd.csv"
+exit $status

@@ -20,26 +20,17 @@
 
 #ifdef NF_TRACE_PHASES
 #include <stdio.h>
-#include <stdlib.h>
+
+#include "trace_clock.cuh"
 
 namespace nf_trace {
+
+using nf_trace_clock::now;
+using nf_trace_clock::sm_id;
 
 constexpr int kRowCtas = 4096, kSumCtas = 8192;
 __device__ unsigned long long row_t[kRowCtas][6]; /* points 0-3, the SM, the row groups */
 __device__ unsigned long long sum_t[kSumCtas][4]; /* points 0-2, then the SM */
-
-__device__ __forceinline__ unsigned long long now()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-__device__ __forceinline__ unsigned long long sm_id()
-{
-    unsigned sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    return sm;
-}
 __device__ __forceinline__ void row_mark(int point)
 {
     if (threadIdx.x == 0 && blockIdx.x < kRowCtas) {
@@ -67,11 +58,7 @@ __device__ __forceinline__ void sum_mark(int point)
 }
 
 /* Whether this launch is the one NF_TRACE names. */
-inline bool wanted(const nf_norm_bwd_args *a)
-{
-    const char *path = getenv("NF_TRACE"), *n = getenv("NF_TRACE_N"), *mn = getenv("NF_TRACE_MN");
-    return path && n && mn && a->n == atoll(n) && a->M * a->n == atoll(mn);
-}
+inline bool wanted(const nf_norm_bwd_args *a) { return nf_trace_clock::named("NF_TRACE", a->n, a->M * a->n); }
 
 inline void clear(cudaStream_t stream)
 {

@@ -21,7 +21,8 @@
 
 #ifdef NF_TRACE_PHASES
 #include <stdio.h>
-#include <stdlib.h>
+
+#include "trace_clock.cuh"
 
 namespace nf_trace_fwd {
 
@@ -32,22 +33,13 @@ __device__ __forceinline__ void mark(int point)
 {
     if (threadIdx.x != 0 || blockIdx.x >= kCtas)
         return;
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    fwd_t[blockIdx.x][point] = t;
-    if (point == 2) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        fwd_t[blockIdx.x][3] = sm;
-    }
+    fwd_t[blockIdx.x][point] = nf_trace_clock::now();
+    if (point == 2)
+        fwd_t[blockIdx.x][3] = nf_trace_clock::sm_id();
 }
 
 /* Whether this launch is the one NF_TRACE_FWD names. */
-inline bool wanted(const nf_norm_fwd_args *a)
-{
-    const char *path = getenv("NF_TRACE_FWD"), *n = getenv("NF_TRACE_N"), *mn = getenv("NF_TRACE_MN");
-    return path && n && mn && a->n == atoll(n) && a->M * a->n == atoll(mn);
-}
+inline bool wanted(const nf_norm_fwd_args *a) { return nf_trace_clock::named("NF_TRACE_FWD", a->n, a->M * a->n); }
 
 inline void clear(cudaStream_t stream)
 {

@@ -4,7 +4,9 @@
 # another (entering at 0, 10 and 20 us), SM 9 CTAs 1 and 3 (0 and 10 us); each
 # takes 6 us to its statistics and 4 more to its stores; a sixth CTA recorded
 # nothing.  So the span is 30 us, SM 9 is done at 20, and CTA 4 alone runs on
-# for the last 10 us.  A second trace is the same with CTA 4 2 us slower.
+# for the last 10 us.  The first round is CTAs 0 and 1 (entered before the first
+# stores, at 10 us), and from its end to SM 9's last store (10 to 20 us) CTAs 2
+# and 3 store: 0.2 rows/us.  A second trace is the same with CTA 4 2 us slower.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -32,8 +34,18 @@ expect "$out" '^per CTA, statistics to stores +min +4\.00  med +4\.00  max +4\.0
 expect "$out" '^CTAs per SM +min 2  max 3$' "CTAs per SM"
 expect "$out" '^SM.s last store +min +20\.00  med +25\.00  max +30\.00$' "the SMs' ends"
 expect "$out" '^tail \(first SM done to the end\) +10\.00 us, 1 CTAs still running then$' "the tail"
+expect "$out" '^first round: 2 CTAs$' "the first round"
+expect "$out" '^  their statistics +min +6\.00  med +6\.00  max +6\.00$' "the first round's statistics"
+expect "$out" '^  their stores +min +10\.00  med +10\.00  max +10\.00$' "the first round's stores"
+expect "$out" '^steady rate \(10\.00 to 20\.00 us\) +0\.20 rows/us$' "the steady rate"
+run_script --window 5 "$dir/a.csv"
+expect "$out" '^  0\.0 0\.0 0\.4 0\.0 0\.4 0\.0 0\.2$' "rows stored per window"
+expect_exit 2 "a window of 0 us" --window 0 "$dir/a.csv"
+gzip -c "$dir/a.csv" > "$dir/a.csv.gz"
+run_script "$dir/a.csv.gz"
+expect "$out" '^span \(first entry to last store\) +30\.00 us$' "a gzipped trace"
 run_script "$dir/a.csv" "$dir/b.csv"
-expect "$out" 'b\.csv +32\.00 +12\.00 +10\.00 +6\.00$' "several traces side by side"
+expect "$out" 'b\.csv +32\.00 +12\.00 +10\.00 +6\.00 +10\.00 +0\.20$' "several traces side by side"
 printf 'kernel,cta,sm,t0,t1,t2,t3,groups,op=layernorm_bwd,grid=1,cluster=1,cta_threads=512,M=1,n=8\n' > "$dir/bwd.csv"
 expect_exit 2 "a backward trace" "$dir/bwd.csv"
 exit $status

@@ -18,6 +18,7 @@ includes reading the records back).
 Exit status: 0, or 2 on a file that is not such a trace.
 """
 import argparse
+import gzip
 import json
 import statistics
 import sys
@@ -31,9 +32,10 @@ def spread(values):
 
 
 def trace_lines(path, columns, keys, what):
-    """(header fields, record lines) of a trace CSV whose header line starts with
-    `columns` and names each of `keys` (key=value); ValueError naming `what` else."""
-    with open(path) as f:
+    """(header fields, record lines) of a trace CSV (gzipped where its name ends in .gz)
+    whose header line starts with `columns` and names each of `keys` (key=value);
+    ValueError naming `what` else."""
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         lines = [line.rstrip("\n") for line in f if line.strip()]
     if not lines or not lines[0].startswith(columns):
         raise ValueError("not a %s (no header line)" % what)

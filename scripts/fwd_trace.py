@@ -12,10 +12,17 @@ per trace, times in us from the first CTA's entry:
 - per SM: CTAs run (min, max), and the time its last CTA ended (min,
   median, max over SMs): how unevenly the SMs finish;
 - tail: from the first SM's last store to the kernel's last store, and how
-  many CTAs were still running when the first SM ran out of work.
+  many CTAs were still running when the first SM ran out of work;
+- the first round (the CTAs that entered before any CTA issued its stores):
+  when they had their statistics and when they issued their stores (min,
+  median, max): whether they end together whatever their loads' pace;
+- steady rate: rows stored per us from the first round's last store to the
+  first SM's last (the stretch where every SM has work and none is starting);
+- with --window W, rows stored per us in each window of W us from the start.
 With several traces (separate processes of one case: the LayerNorm forward
 at n = 16384 reads one of two levels per process, ref/NOTES.md item 58) a
-last table puts their spans, tails and CTA medians side by side.
+last table puts their spans, tails, CTA medians, first rounds' ends and
+steady rates side by side.  Traces may be gzipped (.gz).
 
 Exit status: 0, or 2 on a file that is not such a trace.
 """
@@ -53,6 +60,10 @@ def summary(recs):
     sm_end = {sm: max(r[4] for r in rs) for sm, rs in by_sm.items()}
     first_idle = min(sm_end.values())
     span = max(r[4] for r in us)
+    first_store = min(r[4] for r in us)
+    first_round = [r for r in us if r[2] < first_store]
+    round_end = max(r[4] for r in first_round)
+    steady = sum(1 for r in us if round_end < r[4] <= first_idle)
     return {
         "span": span,
         "stats": [r[3] - r[2] for r in us if r[3] is not None],
@@ -63,13 +74,26 @@ def summary(recs):
         "tail": span - first_idle,
         "running_at_first_idle": sum(1 for r in us if r[2] <= first_idle < r[4]),
         "sms": len(by_sm),
+        "first_round": len(first_round),
+        "first_round_stats": [r[3] for r in first_round if r[3] is not None],
+        "first_round_stores": [r[4] for r in first_round],
+        "steady_span": (round_end, first_idle),
+        "steady_ctas": steady,
+        "ends": [r[4] for r in us],
     }
+
+
+def rows_per_us(ctas, seconds_us, rows_per_cta):
+    return ctas * rows_per_cta / seconds_us if seconds_us > 0 else float("nan")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("traces", nargs="+", help="CSV files a NF_TRACE_PHASES build wrote (NF_TRACE_FWD)")
+    ap.add_argument("--window", type=float, metavar="W", help="also rows stored per us in windows of W us")
     args = ap.parse_args()
+    if args.window is not None and not args.window > 0:
+        ap.error("--window: %s is not a positive number of us" % args.window)
     done = []
     for path in args.traces:
         try:
@@ -78,7 +102,8 @@ def main():
             print("fwd_trace: %s: %s" % (path, e), file=sys.stderr)
             return 2
         s = summary(recs)
-        done.append((path, s))
+        rows = int(head["rows_per_cta"])
+        done.append((path, s, rows))
         print("# %s: %s M=%s n=%s, %s CTAs of %s threads (%s rows each), %d recorded, on %d SMs"
               % (path, head["op"], head["M"], head["n"], head["grid"], head["cta_threads"], head["rows_per_cta"],
                  len(recs), s["sms"]))
@@ -90,12 +115,26 @@ def main():
         print("SM's last store                   %s" % spread(s["sm_end"]))
         print("tail (first SM done to the end)   %8.2f us, %d CTAs still running then"
               % (s["tail"], s["running_at_first_idle"]))
+        print("first round: %d CTAs" % s["first_round"])
+        print("  their statistics                %s" % spread(s["first_round_stats"]))
+        print("  their stores                    %s" % spread(s["first_round_stores"]))
+        lo, hi = s["steady_span"]
+        print("steady rate (%.2f to %.2f us)    %8.2f rows/us" % (lo, hi, rows_per_us(s["steady_ctas"], hi - lo, rows)))
+        if args.window:
+            counts = [0] * (int(s["span"] // args.window) + 1)
+            for end in s["ends"]:
+                counts[int(end // args.window)] += 1
+            print("rows stored per us, by %g us window from the start:" % args.window)
+            print("  " + " ".join("%.1f" % rows_per_us(c, args.window, rows) for c in counts))
         print()
     if len(done) > 1:
-        print("%-40s %8s %8s %9s %9s" % ("trace", "span", "tail", "CTA med", "stats med"))
-        for path, s in done:
-            print("%-40s %8.2f %8.2f %9.2f %9.2f" % (path[-40:], s["span"], s["tail"], statistics.median(s["cta"]),
-                                                     statistics.median(s["stats"])))
+        print("%-40s %8s %8s %9s %9s %9s %9s" % ("trace", "span", "tail", "CTA med", "stats med", "round 1",
+                                                 "steady"))
+        for path, s, rows in done:
+            lo, hi = s["steady_span"]
+            print("%-40s %8.2f %8.2f %9.2f %9.2f %9.2f %9.2f"
+                  % (path[-40:], s["span"], s["tail"], statistics.median(s["cta"]), statistics.median(s["stats"]),
+                     lo, rows_per_us(s["steady_ctas"], hi - lo, rows)))
     return 0
 
 

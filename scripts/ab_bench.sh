@@ -11,7 +11,9 @@
 #
 # NF_AB_CHECKS: `normfuse check` cases, separated by ';', run under every
 # value before anything is timed (ab_check.log), so that a variant that is
-# fast because it is wrong shows up.  Each case gets its own seed.
+# fast because it is wrong shows up.  Each case gets its own seed and
+# NF_AB_CHECK_TIMEOUT seconds (default 300): a case that does not finish stops
+# the A/B before anything is timed (exit 1).
 #
 # NF_AB_ROUNDS=R (default 1): R rounds of one bench per value, the values in
 # the order given in odd rounds and reversed in even ones (a process that
@@ -28,7 +30,7 @@
 #   NF_AB_CHECKS="--op norm_bwd --impl norm_bwd/ref --kind ln --shape M=531,N=16384" \
 #     scripts/ab_bench.sh out/ab NF_AB_BWD=0,4 --grid norm --op rmsnorm_bwd,layernorm_bwd --impl ref
 set -euo pipefail
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; } # the comment at the top
 [ $# -ge 2 ] || usage
 spec="$2"
 var="${spec%%=*}" values="${spec#*=}"
@@ -53,6 +55,8 @@ if [ -n "${NF_AB_CHECKS:-}" ]; then
     rc=0
     ab_checks "$log" "$var=$v" "$cli" "$var=$v" || rc=$?
     [ "$rc" = 77 ] && { echo "ab_bench: no GPU visible" >&2; exit 77; }
+    [ "$rc" = 3 ] && { echo "ab_bench: a check under $var=$v did not finish (ab_check.log); nothing timed" >&2; exit 1; }
+    [ "$rc" = 2 ] && exit 2
     [ "$rc" = 0 ] || status=1
   done
 fi

@@ -15,7 +15,8 @@
 # build (ab_bench.sh) would change the code being compared.  NF_COMMIT names
 # "new"; NF_BASE names "base" (default: "NF_COMMIT with BASEDIR's files").
 # NF_AB_CHECKS: `normfuse check` cases, separated by ';', run by both builds
-# before anything is timed (ab_check.log; see ab_checks in gpu_env.sh).
+# before anything is timed (ab_check.log; see ab_checks in gpu_env.sh), each
+# within NF_AB_CHECK_TIMEOUT seconds (default 300) or the A/B stops there.
 # sass_diff.txt: which kernels the two builds compile differently, and the
 # longest loop of each (scripts/sass_diff.py --loops, base then new), where
 # cuobjdump is on PATH or named by CUOBJDUMP.
@@ -24,7 +25,7 @@
 #   NF_COMMIT=315735d NF_BASE="315735d with its parent's ref/" \
 #     scripts/ab_builds.sh out/ab_norm_bar base/ --grid norm --impl ref
 set -euo pipefail
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; } # the comment at the top
 if [ $# -lt 2 ] || ! [ -d "$2" ]; then usage; fi
 # shellcheck source=scripts/gpu_env.sh
 . "$(dirname "$0")/gpu_env.sh"
@@ -60,6 +61,8 @@ if [ -n "${NF_AB_CHECKS:-}" ]; then
     rc=0
     ab_checks "$log" "$v" "$cli" || rc=$?
     [ "$rc" = 77 ] && { echo "ab_builds: no GPU visible" >&2; exit 77; }
+    [ "$rc" = 3 ] && { echo "ab_builds: a check under $v did not finish (ab_check.log); nothing timed" >&2; exit 1; }
+    [ "$rc" = 2 ] && exit 2
     [ "$rc" = 0 ] || status=1
   done
 fi

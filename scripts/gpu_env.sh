@@ -50,22 +50,34 @@ ncu_path() {
 # ab_checks LOG LABEL CLI [VAR=VALUE]: the `normfuse check` cases of
 # NF_AB_CHECKS (';'-separated argument lists) run by CLI, under VAR=VALUE when
 # given, each with its own seed (the same per case whatever the build or
-# value), appended to LOG with a verdict line each, also printed.  Returns 0,
-# 1 when a case failed, 77 without a GPU.  The A/B scripts run it before
-# anything is timed, so that a variant that is fast because it is wrong shows.
+# value), appended to LOG with a verdict line each, also printed.  Each case
+# has NF_AB_CHECK_TIMEOUT seconds (default 300; then SIGTERM, SIGKILL 10 s
+# later): a variant whose kernel never ends (a barrier nobody arrives at) is
+# reported as such instead of holding the device call until its limit with
+# nothing written.  Returns 0, 1 when a case failed, 3 when one timed out
+# (the callers then time nothing: the variant would hang there too), 77
+# without a GPU, 2 when NF_AB_CHECK_TIMEOUT is not a positive integer.  The
+# A/B scripts run it before anything is timed, so that a variant that is fast
+# because it is wrong shows.
 ab_checks() {
   local log="$1" label="$2" cli="$3" assign="${4:-}" status=0 i rc seed
+  local limit="${NF_AB_CHECK_TIMEOUT:-300}"
   local -a cases
+  [[ "$limit" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "ab_checks: NF_AB_CHECK_TIMEOUT: '$limit' is not a positive number of seconds" >&2; return 2; }
   IFS=';' read -r -a cases <<< "${NF_AB_CHECKS:-}"
   for i in "${!cases[@]}"; do
     seed=$((20261129 + 7919 * i))
     echo "== $label normfuse check ${cases[$i]} --seed $seed" >> "$log"
     rc=0
     # shellcheck disable=SC2086  # a case is a list of arguments
-    env ${assign:+"$assign"} "$cli" check ${cases[$i]} --seed "$seed" >> "$log" 2>&1 || rc=$?
+    timeout -k 10 "$limit" env ${assign:+"$assign"} "$cli" check ${cases[$i]} --seed "$seed" >> "$log" 2>&1 || rc=$?
     [ "$rc" = 77 ] && return 77
     if [ "$rc" = 0 ]; then
       echo "$label check ${cases[$i]} --seed $seed: pass" | tee -a "$log"
+    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+      echo "$label check ${cases[$i]} --seed $seed: FAIL (no answer in ${limit} s, killed: a hang?)" | tee -a "$log"
+      return 3
     else
       echo "$label check ${cases[$i]} --seed $seed: FAIL (exit $rc)" | tee -a "$log"
       status=1

@@ -204,6 +204,16 @@ static const norm_case vec_cases[] = {
     {NF_NORM_LAYER, 9, 32768, 0, 0, 1, 1, 0.0, 0.0},
     {NF_NORM_RMS, 5, 65536, 0, 0, 1, 0, 0.0, 0.0},
     {NF_NORM_LAYER, 3, 65536, 0, 0, 1, 1, 1000.0, 0.0},
+    /* the forward's kernels are built per g and b given, and LayerNorm's at
+     * n = 16384 also without tail guards: each combination once, a fit and
+     * a tail (16376) */
+    {NF_NORM_LAYER, 65, 16384, 0, 0, 1, 0, 0.0, 0.01},
+    {NF_NORM_LAYER, 67, 16384, 8, 0, 0, 1, 30.0, 0.0},
+    {NF_NORM_LAYER, 69, 16384, 0, 0, 0, 0, 1000.0, 0.0},
+    {NF_NORM_LAYER, 71, 16376, 0, 0, 1, 0, 0.0, 0.0},
+    {NF_NORM_LAYER, 73, 16376, 24, 0, 0, 1, 0.0, 0.0},
+    {NF_NORM_LAYER, 515, 2048, 0, 0, 0, 1, 5.0, 0.0},
+    {NF_NORM_RMS, 333, 4096, 8, 0, 0, 0, 0.0, 0.0},
 };
 
 /* awkward shapes: the scalar path (odd n, odd ld, misaligned pointers) */

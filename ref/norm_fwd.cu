@@ -19,7 +19,8 @@
  *    (warp shuffles, then shared memory when TPR > 32), and the same
  *    registers produce y (STG.E.128).  x is read from memory exactly once.
  *    TPR = 32 (a warp per row, several rows per CTA) for n <= 1024, a whole
- *    CTA per row above.  The compile-time shapes are listed in kFwdConfigs.
+ *    CTA per row above.  The shapes are chosen in launch_vec_by_n; each is
+ *    built once per combination of g and b given (launch_vec_gb).
  *  - scalar fallback for everything else: a group per row, two or three
  *    passes over x through the cache, 2-byte loads.
  */
@@ -108,10 +109,21 @@ __device__ __forceinline__ RowStats row_stats(const Row &row, int64_t n, float e
 
 /* ---- vectorised path ---------------------------------------------------------- */
 
-/* One row per TPR-thread group; VPT 8-element vectors per thread. */
-template <int TPR, int VPT, bool LN>
+/* Which of g and b a kernel applies, fixed at compile time (launch_vec_gb
+ * picks the kernel by the arguments' pointers): read from the arguments
+ * instead, every vector of the output loop carried a branch per tensor and
+ * the compiler laid the loop out three times over; at M n = 2^26 the kernels
+ * so built read 0.85-0.93 of copy bandwidth from process to process, these
+ * 0.93-0.95 (ref/NOTES.md item 71). */
+enum { GB_G = 1, GB_B = 2 };
+
+/* One row per TPR-thread group; VPT 8-element vectors per thread; GB: GB_G |
+ * GB_B bits.  FULL: every row fills the group's vectors exactly (n == TPR VPT
+ * 8), so no vector is guarded. */
+template <int TPR, int VPT, bool LN, int GB, bool FULL>
 __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
 {
+    constexpr bool has_g = (GB & GB_G) != 0, has_b = LN && (GB & GB_B) != 0;
     constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     __shared__ float scratch[ROWS][2 * nf_group_scratch_floats<TPR>()];
     const int group = threadIdx.x / TPR, t = threadIdx.x % TPR;
@@ -125,7 +137,7 @@ __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
         const int v = t + k * TPR;
-        xv[k] = (live && v < nv) ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC)
+        xv[k] = (live && (FULL || v < nv)) ? nf_ldg8(a.x + row * a.ldx + (int64_t)v * NF_VEC)
                                  : make_uint4(0, 0, 0, 0);
     }
     /* one pass over the cached row, valid vectors only; the fence keeps the
@@ -133,7 +145,7 @@ __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
     auto cached = [&](auto &&f) {
 #pragma unroll
         for (int k = 0; k < VPT; ++k) {
-            if (t + k * TPR < nv) {
+            if (FULL || t + k * TPR < nv) {
                 float x[NF_VEC];
                 nf_unpack8(xv[k], x);
 #pragma unroll
@@ -160,20 +172,20 @@ __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
         const int v = t + k * TPR;
-        if (v >= nv)
+        if (!FULL && v >= nv)
             continue;
         float f[NF_VEC], gf[NF_VEC], bf[NF_VEC];
         nf_unpack8(xv[k], f);
-        if (a.g)
+        if constexpr (has_g)
             nf_unpack8(nf_ldg8(a.g + (int64_t)v * NF_VEC), gf);
-        if (LN && a.b)
+        if constexpr (has_b)
             nf_unpack8(nf_ldg8(a.b + (int64_t)v * NF_VEC), bf);
 #pragma unroll
         for (int e = 0; e < NF_VEC; ++e) {
             float yv = (LN ? f[e] * st.s - st.mu_s : f[e] * st.s) * st.r_s;
-            if (a.g)
+            if constexpr (has_g)
                 yv *= gf[e];
-            if (LN && a.b)
+            if constexpr (has_b)
                 yv += bf[e];
             f[e] = yv;
         }
@@ -182,10 +194,10 @@ __device__ __forceinline__ void vec_row(const nf_norm_fwd_args &a)
     NF_TRACE_FWD(2);
 }
 
-template <int TPR, int VPT, bool LN>
+template <int TPR, int VPT, bool LN, int GB, bool FULL>
 __global__ void __launch_bounds__(nf_cta_threads<TPR>()) norm_fwd_vec(const nf_norm_fwd_args a)
 {
-    vec_row<TPR, VPT, LN>(a);
+    vec_row<TPR, VPT, LN, GB, FULL>(a);
 }
 
 /* The same with ptxas asked for MIN_CTAS resident CTAs per SM, a register
@@ -193,10 +205,10 @@ __global__ void __launch_bounds__(nf_cta_threads<TPR>()) norm_fwd_vec(const nf_n
  * one CTA, ptxas spends more registers than with no minimum at all
  * (LayerNorm n = 8192: 48 -> 56, five CTAs per SM -> four, 0.93 -> 0.90 of
  * copy bandwidth at 2^26 in the two suites that had it, 5931af2 and a8f0cea). */
-template <int TPR, int VPT, bool LN, int MIN_CTAS>
+template <int TPR, int VPT, bool LN, int MIN_CTAS, int GB, bool FULL>
 __global__ void __launch_bounds__(nf_cta_threads<TPR>(), MIN_CTAS) norm_fwd_vec_capped(const nf_norm_fwd_args a)
 {
-    vec_row<TPR, VPT, LN>(a);
+    vec_row<TPR, VPT, LN, GB, FULL>(a);
 }
 
 /* ---- scalar fallback ------------------------------------------------------------ */
@@ -242,8 +254,8 @@ norm_fwd_scalar(const nf_norm_fwd_args a)
 /* ---- launch ------------------------------------------------------------------------ */
 
 /* MIN_CTAS 0: no minimum asked of ptxas (norm_fwd_vec). */
-template <int TPR, int VPT, bool LN, int MIN_CTAS = 0>
-nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
+template <int TPR, int VPT, bool LN, int MIN_CTAS, int GB, bool FULL>
+nf_status launch_vec_as(const nf_norm_fwd_args *a, cudaStream_t st)
 {
     constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     const int64_t blocks = (a->M + ROWS - 1) / ROWS;
@@ -251,13 +263,42 @@ nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
     if (traced)
         nf_trace_fwd::clear(st);
     if constexpr (MIN_CTAS > 0)
-        norm_fwd_vec_capped<TPR, VPT, LN, MIN_CTAS><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+        norm_fwd_vec_capped<TPR, VPT, LN, MIN_CTAS, GB, FULL><<<(unsigned)blocks, CTA, 0, st>>>(*a);
     else
-        norm_fwd_vec<TPR, VPT, LN><<<(unsigned)blocks, CTA, 0, st>>>(*a);
+        norm_fwd_vec<TPR, VPT, LN, GB, FULL><<<(unsigned)blocks, CTA, 0, st>>>(*a);
     NF_CUDA_LAUNCHED("norm_fwd_vec");
     if (traced)
         nf_trace_fwd::write(st, a, blocks, CTA, ROWS);
     return NF_OK;
+}
+
+/* The kernel for the g and b given (RMSNorm has no b). */
+template <int TPR, int VPT, bool LN, int MIN_CTAS, bool FULL>
+nf_status launch_vec_gb(const nf_norm_fwd_args *a, cudaStream_t st)
+{
+    if constexpr (LN) {
+        if (a->b)
+            return a->g ? launch_vec_as<TPR, VPT, LN, MIN_CTAS, GB_G | GB_B, FULL>(a, st)
+                        : launch_vec_as<TPR, VPT, LN, MIN_CTAS, GB_B, FULL>(a, st);
+    }
+    return a->g ? launch_vec_as<TPR, VPT, LN, MIN_CTAS, GB_G, FULL>(a, st)
+                : launch_vec_as<TPR, VPT, LN, MIN_CTAS, 0, FULL>(a, st);
+}
+
+/* FIT: rows that fill the TPR x VPT vectors exactly take an unguarded kernel
+ * (the rest the guarded one).  Only where measured to pay: LayerNorm
+ * n = 16384 (0.90 -> 0.94 of copy bandwidth at M n = 2^26 on top of g and b
+ * fixed); unguarded at every exact fit, RMSNorm n = 16384 (512 x 4) lost 6-9 %
+ * and the other LayerNorm cases at 2^26 read 0.5-1 point lower (ref/NOTES.md
+ * item 71). */
+template <int TPR, int VPT, bool LN, int MIN_CTAS = 0, bool FIT = false>
+nf_status launch_vec(const nf_norm_fwd_args *a, cudaStream_t st)
+{
+    if constexpr (FIT) {
+        if (a->n == (int64_t)TPR * VPT * NF_VEC)
+            return launch_vec_gb<TPR, VPT, LN, MIN_CTAS, true>(a, st);
+    }
+    return launch_vec_gb<TPR, VPT, LN, MIN_CTAS, false>(a, st);
 }
 
 /*
@@ -287,7 +328,7 @@ nf_status launch_vec_by_n(const nf_norm_fwd_args *a, cudaStream_t st)
         if (nv <= 256)  return launch_vec<64, 4, LN>(a, st);  /* n <= 2048  */
         if (nv <= 512)  return launch_vec<128, 4, LN>(a, st); /* n <= 4096  */
         if (nv <= 1024) return launch_vec<256, 4, LN>(a, st); /* n <= 8192  */
-        if (nv <= 2048) return launch_vec<256, 8, LN, 4>(a, st); /* n <= 16384 */
+        if (nv <= 2048) return launch_vec<256, 8, LN, 4, true>(a, st); /* n <= 16384 */
     } else {
         if (nv <= 128)  return launch_vec<64, 2, LN>(a, st);  /* n <= 1024  */
         if (nv <= 256)  return launch_vec<128, 2, LN>(a, st); /* n <= 2048  */

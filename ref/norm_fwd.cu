@@ -288,7 +288,7 @@ nf_status launch_vec_gb(const nf_norm_fwd_args *a, cudaStream_t st)
 /* FIT: rows that fill the TPR x VPT vectors exactly take an unguarded kernel
  * (the rest the guarded one).  Only where measured to pay: LayerNorm
  * n = 16384 (0.90 -> 0.94 of copy bandwidth at M n = 2^26 on top of g and b
- * fixed); unguarded at every exact fit, RMSNorm n = 16384 (512 x 4) lost 6-9 %
+ * fixed); unguarded at every exact fit, RMSNorm n = 16384 (512 x 4) lost 3-6 %
  * and the other LayerNorm cases at 2^26 read up to a point lower (ref/NOTES.md
  * item 71). */
 template <int TPR, int VPT, bool LN, int MIN_CTAS = 0, bool FIT = false>

@@ -118,6 +118,29 @@ Test(api_validation, size_out_of_range)
     expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_SIZE, "max_seqlen_k is -1");
 }
 
+/* The longest of B sequences holding T tokens has at least ceil(T / B): a
+ * smaller max_seqlen would size a grid that leaves rows (or, with none, every
+ * key's dK and dV) uncomputed, silently. */
+Test(api_validation, max_seqlen_below_the_tokens_per_sequence)
+{
+    nf_attention_fwd_args t = attention_fwd(); /* B = 2, Tq = Tk = 9: at least 5 */
+    t.max_seqlen_k = 0;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_INCONSISTENT,
+           "max_seqlen_k is 0, but the longest of B = 2 sequences holding Tk = 9 tokens has at least 5");
+    t = attention_fwd();
+    t.max_seqlen_q = 4;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_INCONSISTENT, "max_seqlen_q is 4");
+    /* the backward shares the check (dK and dV were never written) */
+    const nf_attention_bwd_args b = {.B = 2, .H = 2, .D = 8, .Tq = 9, .Tk = 9, .offsets_q = offsets,
+                                     .max_seqlen_q = 5, .max_seqlen_k = 0};
+    expect(nf_attention_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_INCONSISTENT, "max_seqlen_k is 0");
+    t = attention_fwd(); /* no keys at all: 0 bounds them */
+    t.offsets_k = offsets;
+    t.Tk = 0;
+    t.max_seqlen_k = 0;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_NULL_ARGUMENT, "ctx");
+}
+
 Test(api_validation, leading_dimension_too_small)
 {
     nf_norm_fwd_args a = norm_fwd();

@@ -439,6 +439,21 @@ float nf_attention_default_scale(nf_activation act, int32_t D)
     return 1.0f;
 }
 
+/* max_seqlen bounds the longest of B sequences holding T tokens in all, so
+ * it is at least ceil(T / B): the kernels size their grid by it, and a
+ * smaller bound would leave rows uncomputed.  (The offsets themselves are
+ * device data, read by no host check.) */
+static nf_status bounds_longest(const char *fn, int32_t max_seqlen, int64_t T, int32_t B, const char *name,
+                                const char *tname)
+{
+    const int64_t least = (T + B - 1) / B;
+    if (max_seqlen < least)
+        return nf_fail(NF_ERR_INCONSISTENT, fn,
+                       "%s is %d, but the longest of B = %d sequences holding %s = %lld tokens has at least %lld",
+                       name, (int)max_seqlen, (int)B, tname, (long long)T, (long long)least);
+    return NF_OK;
+}
+
 /* The checks the forward and backward share (their structs share these fields). */
 #define CHECK_ATTENTION_COMMON(fn, a)                                                      \
     do {                                                                                   \
@@ -457,6 +472,8 @@ float nf_attention_default_scale(nf_activation act, int32_t D)
                            (long long)(a)->Tk, (long long)(a)->Tq);                        \
         NF_TRY(in_range(fn, (a)->max_seqlen_q, 1, MAX_ROWS, "max_seqlen_q"));              \
         NF_TRY(in_range(fn, (a)->max_seqlen_k, 0, MAX_ROWS, "max_seqlen_k"));              \
+        NF_TRY(bounds_longest(fn, (a)->max_seqlen_q, (a)->Tq, (a)->B, "max_seqlen_q", "Tq")); \
+        NF_TRY(bounds_longest(fn, (a)->max_seqlen_k, (a)->Tk, (a)->B, "max_seqlen_k", "Tk")); \
         const int64_t hd_ = (int64_t)(a)->H * (a)->D;                                      \
         NF_TRY(need_matrix(fn, (a)->Q, (a)->ldq, (a)->Tq, hd_, "Q", "ldq"));               \
         NF_TRY(need_matrix(fn, (a)->K, (a)->ldk, (a)->Tk, hd_, "K", "ldk"));               \

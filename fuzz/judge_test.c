@@ -2,8 +2,10 @@
  * judge_test.c — the judge's handling of what an entry declares about its
  * range (registry.h): rows outside an entry's domain are held to the values
  * it declares there, exactly, and only for that entry; input distributions
- * an entry is not judged on come back unsupported before any device work.
- * Host only: the "kernel outputs" are written from the oracle's values.
+ * an entry is not judged on come back unsupported before any device work;
+ * and the norm forward's y_own, y judged against the launch's own mean and
+ * rstd.  Host only: the "kernel outputs" are written from the oracle's
+ * values.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -241,4 +243,61 @@ Test(judge_domain, short_row_exemptions_end_at_their_length)
 
     c.N = 8, c.dist = NF_IN_NEAR_OVERFLOW;
     expect_unjudged_first(vendor, &c, "32 columns");
+}
+
+/* The norm forward's y is judged twice: against the oracle, and as y_own
+ * against the mean and rstd the same launch wrote.  On LayerNorm rows of
+ * large n and |mu|/sigma the oracle must allow for any summation order in
+ * the statistics, so widely that a y whose normalised term is halved can
+ * pass it; it cannot pass y_own, since the launch's own mean and rstd say
+ * what y must be. */
+Test(judge_own, a_y_that_does_not_follow_from_its_own_statistics_fails)
+{
+    const nf_case c = {.op = NF_OP_NORM_FWD, .kind = NF_NORM_LAYER, .M = 64, .N = 65536, .has_g = 1, .has_b = 1,
+                       .dist = NF_IN_MEAN_SHIFTED, .seed = test_seed()};
+    const nf_entry *ref = nf_registry_find("norm_fwd/ref");
+    nf_case_data d;
+    prepare_with_oracle(&c, &d);
+    write_want(&d);
+    nf_case_result r = judge_as(&d, ref);
+    cr_assert_eq(r.verdict, NF_V_PASS, "the oracle's values fail: %s", r.message);
+    cr_assert(r.nout >= 1 && !strcmp(r.out[r.nout - 1].name, "y_own") && r.out[r.nout - 1].st.count > 0,
+              "no y_own judged");
+
+    /* xh halved (y - b halved), on every row where the oracle's allowance
+     * takes it, else on row 0 alone */
+    nf_tensor *y = nf_case_tensor(&d, "y"), *b = nf_case_tensor(&d, "b");
+    const int64_t n = y->cols;
+    int64_t halved = 0, within = 0;
+    for (int pass = 0; pass < 2 && halved == 0; ++pass)
+        for (int64_t i = 0; i < y->rows && (pass == 0 || halved == 0); ++i) {
+            int fits = 1, changes = 0;
+            for (int64_t j = 0; j < n; ++j) {
+                const double w = y->want[i * n + j], bj = nf_bf16_to_double(((nf_bf16 *)b->host)[j]);
+                const double h = nf_bf16_to_double(nf_double_to_bf16(bj + 0.5 * (w - bj)));
+                fits &= fabs(h - w) <= y->allowed[i * n + j];
+                changes |= h != nf_bf16_to_double(((nf_bf16 *)y->host)[i * y->ld + j]);
+            }
+            if (!changes || (pass == 0 && !fits))
+                continue;
+            for (int64_t j = 0; j < n; ++j) {
+                const double w = y->want[i * n + j], bj = nf_bf16_to_double(((nf_bf16 *)b->host)[j]);
+                ((nf_bf16 *)y->host)[i * y->ld + j] = nf_double_to_bf16(bj + 0.5 * (w - bj));
+            }
+            ++halved;
+            within += pass == 0;
+        }
+    cr_assert(halved > 0, "no row whose xh halving changes y");
+    r = judge_as(&d, ref);
+    cr_assert_eq(r.verdict, NF_V_FAIL, "%lld rows with xh halved pass", (long long)halved);
+    for (int k = 0; k < r.nout; ++k) {
+        if (!strcmp(r.out[k].name, "y_own"))
+            cr_assert(!r.out[k].pass, "y_own passes %lld rows with xh halved", (long long)halved);
+        else if (within > 0 && !strcmp(r.out[k].name, "y"))
+            cr_assert(r.out[k].pass, "halved only within the oracle's allowance, yet y fails it");
+    }
+    if (getenv("NF_VERBOSE"))
+        fprintf(stderr, "xh halved on %lld rows, %lld of them within the oracle's allowance\n", (long long)halved,
+                (long long)within);
+    nf_case_free(&d);
 }

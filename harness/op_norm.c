@@ -7,9 +7,14 @@
  *   bwd: dx, dg, db from x, g, dy and the forward's mean/rstd, which the
  *        harness computes on the host (fast oracle, rounded to fp32) so the
  *        backward is judged on its own.
+ * The forward's y is judged twice: against the oracle, and as y_own against
+ * the mean and rstd the same launch wrote (fwd_own), which catches a y that
+ * does not follow from its statistics where the oracle's allowance for the
+ * statistics is too wide to.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "budget.h"
 #include "ops.h"
@@ -90,9 +95,53 @@ static int fwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, char *
     return 0;
 }
 
+/* y_own: y against the mean and rstd the same launch wrote (budget.h
+ * nf_budget_norm_fwd_own), on the judged rows whose x and statistics are
+ * finite.  Those rows are gathered densely (got, want, allowed) and the
+ * worst and first-special positions mapped back to the case's rows. */
+static int fwd_own(nf_case_data *d, nf_output_result *out)
+{
+    nf_norm_fwd_args a;
+    fwd_args(d, 0, &a);
+    const nf_tensor *y = nf_case_tensor(d, "y");
+    const int64_t n = a.n, nrows = d->rows ? d->nrows : a.M;
+    int64_t *rows = malloc((size_t)nrows * sizeof *rows);
+    nf_bf16 *got = malloc((size_t)(nrows * n) * sizeof *got);
+    double *want = malloc((size_t)(nrows * n) * sizeof *want);
+    double *allowed = malloc((size_t)(nrows * n) * sizeof *allowed);
+    int rc = -1;
+    if (!rows || !got || !want || !allowed)
+        goto done;
+    int64_t k = 0;
+    for (int64_t s = 0; s < nrows; ++s) {
+        const int64_t i = d->rows ? d->rows[s] : s;
+        if (!nf_budget_norm_fwd_own(&a, i, want + k * n, allowed + k * n))
+            continue;
+        memcpy(got + k * n, (const nf_bf16 *)y->host + i * y->ld, (size_t)n * sizeof *got);
+        rows[k++] = i;
+    }
+    rc = 0;
+    if (k == 0)
+        goto done;
+    out->name = "y_own";
+    out->pass = nf_compare_bf16(got, k, n, n, want, allowed, NULL, 0, NULL, &out->st);
+    if (out->st.worst_row >= 0)
+        out->st.worst_row = rows[out->st.worst_row];
+    if (out->st.special_row >= 0)
+        out->st.special_row = rows[out->st.special_row];
+    rc = 1;
+done:
+    free(rows);
+    free(got);
+    free(want);
+    free(allowed);
+    return rc;
+}
+
 const nf_op_module nf_mod_norm_fwd = {
     .op = NF_OP_NORM_FWD, .layout = fwd_layout, .generate = fwd_generate, .derive = NULL,
-    .launch = fwd_launch, .oracle = fwd_oracle, .zero_row_input = "x", .row_sampling = 1,
+    .launch = fwd_launch, .oracle = fwd_oracle, .own_check = fwd_own, .zero_row_input = "x",
+    .row_sampling = 1,
 };
 
 /* ---- backward --------------------------------------------------------------- */

@@ -24,6 +24,10 @@ typedef struct nf_op_module {
     nf_status (*launch)(nf_context *ctx, const nf_entry *e, nf_case_data *d);
     /* Fill want/allowed of every output; mpfr picks the oracle of record. */
     int (*oracle)(nf_case_data *d, const nf_oracle_opts *o, int mpfr, char *err, size_t errlen);
+    /* After the oracle's comparisons: an output judged against the launch's
+     * own other outputs (may be NULL).  Fills *out and returns 1, returns 0
+     * when the case has nothing to judge this way, -1 when out of memory. */
+    int (*own_check)(nf_case_data *d, nf_output_result *out);
     /* The input whose all-zero rows force exactly-zero output rows (or NULL). */
     const char *zero_row_input;
     int row_sampling;        /* per-row outputs may be judged on a row sample    */

@@ -420,6 +420,17 @@ int nf_case_judge(nf_case_data *d, const nf_run_opts *o, nf_case_result *r)
         pass &= out->pass;
     }
     restore_domain(d, saved);
+    const nf_op_module *m = nf_op_module_of(d->c.op);
+    if (m && m->own_check && r->nout < NF_MAX_OUTPUTS) {
+        const int judged = m->own_check(d, &r->out[r->nout]);
+        if (judged < 0) {
+            set_msg(r, "host allocation for %s's own-statistics check failed", nf_op_name(d->c.op));
+            r->verdict = NF_V_ERROR;
+            return -1;
+        }
+        if (judged)
+            pass &= r->out[r->nout++].pass;
+    }
     if (d->npoison_outside > 0) {
         set_msg(r, "%lld padding elements between rows were overwritten (out-of-bounds writes)",
                 (long long)d->npoison_outside);

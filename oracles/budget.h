@@ -29,6 +29,15 @@ extern "C" {
 
 int nf_budget_norm_fwd(const nf_norm_fwd_args *a, const nf_oracle_opts *o,
                        const nf_norm_fwd_ref *want, nf_norm_fwd_ref *allowed);
+/*
+ * y against the statistics the same launch wrote (a->mean, a->rstd, host
+ * copies of its outputs; a->mean NULL for RMSNorm), beside the oracle's
+ * budget: for row `row`, want_y[j] = (x_j - mean) rstd g_j + b_j from those
+ * values, exactly, and allowed_y[j] its allowance (budget_norm.c derives
+ * it).  Returns 1 and fills both n-arrays when the row is judged this way
+ * (x and both statistics finite, rstd > 0), else 0.
+ */
+int nf_budget_norm_fwd_own(const nf_norm_fwd_args *a, int64_t row, double *want_y, double *allowed_y);
 int nf_budget_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o,
                        const nf_norm_bwd_ref *want, nf_norm_bwd_ref *allowed);
 int nf_budget_prenorm_gemm_fwd(const nf_prenorm_gemm_fwd_args *a, const nf_oracle_opts *o,

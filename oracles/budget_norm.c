@@ -108,6 +108,59 @@ int nf_budget_norm_fwd(const nf_norm_fwd_args *a, const nf_oracle_opts *o,
     return fail ? nf_oracle_fail(who, "out of memory") : 0;
 }
 
+/*
+ * y against the launch's own statistics (budget.h nf_budget_norm_fwd_own).
+ *
+ * Why: nf_bnd_norm_row must allow for any order of summation in the row's
+ * mean and variance, so the mean may be off by gamma_n(u_f) mean|x|, which
+ * moves every y_j of the row by up to ~gamma_n kappa |g_j| (kappa = 1 +
+ * |mu| rstd), and rstd by gamma_n kappa / 2 of itself: on rows with n kappa
+ * ~ 1/u_f that is the size of xh itself, and a y whose normalised term is
+ * halved or dropped fits the oracle's allowance.  But whatever mean and rstd a kernel computes, it then
+ * forms every y_j of the row from those two numbers, and stores them.  Held
+ * to its own statistics, y is judged by the elementwise pass alone.
+ *
+ * The elementwise pass, in fp32 (u = u_f), in the orders a kernel uses, with
+ * mu, rstd its values and xh = (x - mu) rstd:
+ *   fl(fl(fl(x - mu) rstd) g + b):  u (|x| + |mu|) rstd |g| (the difference)
+ *     + u |xh g| (the scaling) + u |xh g| (times g) + u (|xh g| + |b|) (+ b)
+ *     <= 4 u ((|x| + |mu|) rstd |g| + |b|), as |xh| <= (|x| + |mu|) rstd;
+ *   x s + t with s = fl(rstd g), t = fl(b - fl(mu s)) formed once per row:
+ *     |x| u rstd |g| (s) + 3 u |mu| rstd |g| + u |b| (t) + u |y| (x s + t,
+ *     fused; unfused one u |x s| more) <= 4 u ((|x| + |mu|) rstd |g| + |b|);
+ *   RMSNorm: mu = 0, b = 0, the same bound.
+ * A kernel may also scale by a reciprocal square root it evaluates again
+ * rather than the value it stored: NF_RSQRT_ULPS u |xh g| more.  (Rows a
+ * kernel rescales by a power of two to stay in range are scaled back
+ * exactly.)  So
+ *   |y_hat - y_own| <= ulp_b(y_own) + C (4 u ((|x| + |mu|) rstd |g| + |b|)
+ *                                       + NF_RSQRT_ULPS u |xh g|),
+ * ulp_b for y's own rounding to bf16, C = NF_BUDGET_C.  Rows whose x or
+ * statistics are not finite are left to the oracle's special-value rules.
+ */
+#define NF_OWN_PASS_ULPS 4.0
+
+int nf_budget_norm_fwd_own(const nf_norm_fwd_args *a, int64_t row, double *want_y, double *allowed_y)
+{
+    const double rstd = a->rstd ? (double)a->rstd[row] : NAN;
+    const double mu = a->kind == NF_NORM_LAYER ? (a->mean ? (double)a->mean[row] : NAN) : 0.0;
+    if (!isfinite(mu) || !isfinite(rstd) || !(rstd > 0.0))
+        return 0;
+    for (int64_t j = 0; j < a->n; ++j)
+        if (!isfinite(nf_ld(a->x, a->ldx, row, j)))
+            return 0;
+    for (int64_t j = 0; j < a->n; ++j) {
+        const double x = nf_ld(a->x, a->ldx, row, j), g = nf_ld_opt(a->g, j, 1.0);
+        const double b = a->kind == NF_NORM_LAYER ? nf_ld_opt(a->b, j, 0.0) : 0.0;
+        const double xh = (x - mu) * rstd;
+        want_y[j] = xh * g + b;
+        const double bound = NF_OWN_PASS_ULPS * NF_U_F * ((fabs(x) + fabs(mu)) * rstd * fabs(g) + fabs(b)) +
+                             NF_RSQRT_ULPS * NF_U_F * fabs(xh * g);
+        allowed_y[j] = nf_allow_b(want_y[j], bound);
+    }
+    return 1;
+}
+
 int nf_budget_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o,
                        const nf_norm_bwd_ref *want, nf_norm_bwd_ref *allowed)
 {

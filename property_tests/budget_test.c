@@ -13,7 +13,9 @@
  *    (fp32 accumulation, folded bf16 weight), simulated on the CPU in float,
  *    on normal and mean-shifted inputs, several seeds;
  *  - the standalone norm budget is not inflated: with no bf16 intermediate its
- *    median is within ULP_ONLY x ulp_b(y*).
+ *    median is within ULP_ONLY x ulp_b(y*);
+ *  - y against the launch's own statistics (y_own) passes every fp32 way of
+ *    forming y from them and fails a y that does not follow from them.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -353,6 +355,100 @@ Test(budget, norm_budget_holds_for_fp32_kernels)
                         free(dba); free(gdx); free(gdg); free(gdb); free(dgf); free(dbf);
                     }
                     free(x); free(g); free(b); free(dy); free(y); free(ya);
+                }
+}
+
+/* ---- y against the launch's own statistics (nf_budget_norm_fwd_own) ---------- */
+
+/* How a simulated kernel forms y from its statistics mu, rs (fp32). */
+enum own_form {
+    OWN_CENTRE_FIRST, /* fl(fl(fl(x - mu) rs) g + b)                          */
+    OWN_SCALE_SHIFT,  /* fmaf(x, s_j, t_j), s_j = rs g_j, t_j = b_j - mu s_j   */
+    OWN_RSQRT_AGAIN,  /* CENTRE_FIRST with an rstd 2 ulps off the stored one  */
+    OWN_HALF_XH,      /* wrong: the normalised term halved                    */
+    OWN_BIAS_ONLY,    /* wrong: the normalised term dropped (RMS: a quarter)  */
+    OWN_MEAN_OFF,     /* wrong: centred one sigma off the stored mean (LN)    */
+    OWN_FORM_COUNT
+};
+static const char *const own_form_name[OWN_FORM_COUNT] = {"centre_first", "scale_shift", "rsqrt_again",
+                                                         "half_xh", "bias_only", "mean_off"};
+
+static float own_y(enum own_form f, float x, float mu, float rs, float g, float b)
+{
+    switch (f) {
+    case OWN_CENTRE_FIRST: return (x - mu) * rs * g + b;
+    case OWN_SCALE_SHIFT: {
+        const float sj = rs * g;
+        return fmaf(x, sj, fmaf(-mu, sj, b));
+    }
+    case OWN_RSQRT_AGAIN: return (x - mu) * nextafterf(nextafterf(rs, INFINITY), INFINITY) * g + b;
+    case OWN_HALF_XH: return 0.5f * ((x - mu) * rs) * g + b;
+    case OWN_BIAS_ONLY: return b != 0.0f ? b : 0.25f * x * rs * g;
+    case OWN_MEAN_OFF: return (x - (mu + 1.0f / rs)) * rs * g + b;
+    default: return NAN;
+    }
+}
+
+/* Every fp32 way of forming y from the statistics a kernel wrote passes
+ * y_own, on normal and mean-shifted rows up to n = 16384; a y that does not
+ * follow from them (halved, dropped, centred elsewhere) fails it on every
+ * row. */
+Test(budget, norm_fwd_own_statistics_judge_y)
+{
+    const uint64_t seed = nf_test_seed(DEFAULT_SEED);
+    static const int64_t ns[] = {8, 1000, 16384};
+    const char *t = "norm_fwd_own_statistics_judge_y";
+    int c = 0;
+    for (int trial = 0; trial < TRIALS; ++trial)
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; ++s)
+            for (int kind = 0; kind < NF_NORM_KIND_COUNT; ++kind)
+                for (int shifted = 0; shifted < 2; ++shifted) {
+                    const int64_t M = 4, n = ns[s];
+                    nf_rng r;
+                    nf_rng_seed(&r, nf_seed_mix(seed, (uint64_t)c++));
+                    nf_bf16 *x = balloc(M * n), *g = balloc(n), *b = balloc(n), *y = balloc(M * n);
+                    /* sigma 8 at mu 1000, where bf16 steps by 4: |mu|/sigma ~ 125, and rows
+                     * that still vary (bf16 would collapse a narrower row to one value) */
+                    nf_rng_fill_bf16(&r, x, M * n, NF_DIST_NORMAL, shifted ? 8.0 : 1.0, shifted ? 1000.0 : 0.0);
+                    nf_rng_fill_bf16(&r, g, n, NF_DIST_NORMAL, 0.5, 1.0);
+                    nf_rng_fill_bf16(&r, b, n, NF_DIST_NORMAL, 1.0, 0.0);
+                    const float eps = kind ? NF_LAYERNORM_DEFAULT_EPS : NF_RMSNORM_DEFAULT_EPS;
+                    float mean[4], rstd[4];
+                    float *xf = malloc((size_t)n * sizeof *xf), *xh = malloc((size_t)n * sizeof *xh);
+                    double *want = dalloc(n), *allowed = dalloc(n);
+                    cr_assert(xf && xh);
+                    for (int64_t i = 0; i < M; ++i) {
+                        for (int64_t j = 0; j < n; ++j) xf[j] = ld(x, i * n + j);
+                        if (kind && (i % 2)) sim_welford_row(n, xf, eps, &mean[i], &rstd[i], xh);
+                        else sim_norm_row(kind, n, xf, eps, &mean[i], &rstd[i], xh);
+                    }
+                    const nf_norm_fwd_args a = {.kind = kind, .M = M, .n = n, .x = x, .ldx = n, .g = g,
+                                                .b = kind ? b : NULL, .eps = eps, .y = y, .ldy = n,
+                                                .mean = kind ? mean : NULL, .rstd = rstd};
+                    for (int f = 0; f < OWN_FORM_COUNT; ++f) {
+                        if (f == OWN_MEAN_OFF && !kind)
+                            continue;
+                        const int wrong = f >= OWN_HALF_XH;
+                        for (int64_t i = 0; i < M; ++i) {
+                            const float mu = kind ? mean[i] : 0.0f;
+                            for (int64_t j = 0; j < n; ++j)
+                                y[i * n + j] = nf_float_to_bf16(own_y((enum own_form)f, ld(x, i * n + j), mu, rstd[i],
+                                                                      ld(g, j), kind ? ld(b, j) : 0.0f));
+                            cr_assert_eq(nf_budget_norm_fwd_own(&a, i, want, allowed), 1, "row %lld not judged",
+                                         (long long)i);
+                            nf_cmp_stats st;
+                            const int ok = nf_compare_bf16(y + i * n, 1, n, n, want, allowed, NULL, 0, NULL, &st);
+                            cr_assert(ok != wrong, "%s y_own, %s form, %s n=%lld shift=%d row %lld: %s (worst got "
+                                      "%.9g want %.9g allowed %.3g); " REPRO, kind ? "LN" : "RMS",
+                                      own_form_name[f], wrong ? "wrong" : "fp32", (long long)n, shifted,
+                                      (long long)i, ok ? "passes" : "fails", st.worst_got, st.worst_want,
+                                      st.worst_allowed, (unsigned long long)seed, t);
+                        }
+                    }
+                    /* statistics that are not finite leave the row to the oracle's special rules */
+                    rstd[0] = NAN;
+                    cr_assert_eq(nf_budget_norm_fwd_own(&a, 0, want, allowed), 0);
+                    free(x); free(g); free(b); free(y); free(xf); free(xh); free(want); free(allowed);
                 }
 }
 

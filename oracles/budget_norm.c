@@ -8,7 +8,8 @@
  *   the fp32 products xh g and the sum + b cost 2 u_f of their terms.
  *   mean: dmu;   rstd: rel_rstd * rstd.
  * Backward, t = dy g with dt = u_f |t|:  ddx from nf_bnd_norm_bwd_row (the
- *   saved fp32 stats enter through dxh and rel_rstd);
+ *   saved fp32 stats enter through dxh and rel_rstd: as far as the values
+ *   given are off the exact ones, nf_bnd_norm_given);
  *   dg_j = sum_i dy xh:  sum_i |dy| dxh + gamma_{M+1}(u_f) sum_i |dy xh|
  *   db_j = sum_i dy:     gamma_M(u_f) sum_i |dy|
  * The reference kernels and cuDNN keep these intermediates in fp32, so the
@@ -42,6 +43,38 @@ void nf_bnd_norm_row(nf_norm_kind kind, int64_t n, const double *x, double eps, 
     if (dxh)
         for (int64_t j = 0; j < n; ++j)
             dxh[j] = fabs(xh[j]) * (2.0 * NF_U_F + s->rel_rstd) + s->rstd * s->dmu;
+}
+
+/*
+ * The backward's xh from the statistics it is given (mu_g, r_g: the fp32
+ * values the forward saved) rather than the exact mu, rstd the oracle uses.
+ * With delta = mu_g - mu and rho = r_g / rstd - 1, measured here, not
+ * bounded: (x - mu_g) r_g = xh (1 + rho) - delta rstd (1 + rho), and the
+ * kernel's fp32 evaluation of it, in either order (x - mu_g) r_g or
+ * x r_g - mu_g r_g, adds at most NF_OWN_PASS_ULPS u_f (|x| + |mu_g|) r_g
+ * (nf_budget_norm_fwd_own has the orders).  So
+ *   dxh_j = |xh_j| |rho| + |delta| rstd (1 + |rho|)
+ *           + NF_OWN_PASS_ULPS u_f (|x_j| + |mu_g|) r_g,   rel_rstd = |rho|.
+ * The forward's worst case (nf_bnd_norm_row: gamma_n for any summation
+ * order) would stand in for statistics the harness computes in double and
+ * rounds once to fp32; on rows of large n and |mu|/sigma it is as wide as xh.
+ * Statistics that are not finite, or a non-positive rstd, keep that worst case.
+ */
+#define NF_OWN_PASS_ULPS 4.0
+
+static void nf_bnd_norm_given(nf_norm_kind kind, int64_t n, const double *x, const double *xh, double mean_g,
+                              double rstd_g, nf_row_bound *s, double *dxh)
+{
+    const double mu_g = kind == NF_NORM_LAYER ? mean_g : 0.0;
+    if (!isfinite(mu_g) || !isfinite(rstd_g) || !(rstd_g > 0.0) || !isfinite(s->rstd) || !(s->rstd > 0.0))
+        return;
+    const double delta = fabs(mu_g - (kind == NF_NORM_LAYER ? s->mean : 0.0));
+    const double rho = fabs(rstd_g / s->rstd - 1.0);
+    s->dmu = delta;
+    s->rel_rstd = rho;
+    for (int64_t j = 0; j < n; ++j)
+        dxh[j] = fabs(xh[j]) * rho + delta * s->rstd * (1.0 + rho) +
+                 NF_OWN_PASS_ULPS * NF_U_F * (fabs(x[j]) + fabs(mu_g)) * rstd_g;
 }
 
 void nf_bnd_norm_bwd_row(nf_norm_kind kind, int64_t n, const double *t, const double *dt,
@@ -138,8 +171,6 @@ int nf_budget_norm_fwd(const nf_norm_fwd_args *a, const nf_oracle_opts *o,
  * ulp_b for y's own rounding to bf16, C = NF_BUDGET_C.  Rows whose x or
  * statistics are not finite are left to the oracle's special-value rules.
  */
-#define NF_OWN_PASS_ULPS 4.0
-
 int nf_budget_norm_fwd_own(const nf_norm_fwd_args *a, int64_t row, double *want_y, double *allowed_y)
 {
     const double rstd = a->rstd ? (double)a->rstd[row] : NAN;
@@ -189,6 +220,9 @@ int nf_budget_norm_bwd(const nf_norm_bwd_args *a, const nf_oracle_opts *o,
             nf_row_bound s;
             for (int64_t j = 0; j < n; ++j) x[j] = nf_ld(a->x, a->ldx, i, j);
             nf_bnd_norm_row(a->kind, n, x, eps, xh + i * n, dxh + i * n, &s);
+            if (a->rstd && (a->kind != NF_NORM_LAYER || a->mean))
+                nf_bnd_norm_given(a->kind, n, x, xh + i * n, a->mean ? (double)a->mean[i] : 0.0,
+                                  (double)a->rstd[i], &s, dxh + i * n);
             if (!mask[i] || !allowed->dx) continue;
             for (int64_t j = 0; j < n; ++j) {
                 t[j] = nf_ld(a->dy, a->lddy, i, j) * nf_ld_opt(a->g, j, 1.0);   /* t = dy g */

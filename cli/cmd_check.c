@@ -12,6 +12,7 @@
  * size.  Exit: 0 pass, 1 a failure, 2 usage, 77 no device.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <float.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: normfuse check --op OP [--impl NAME] [--shape K=V,..] [--kind rms|ln] [--dist D]\n"
                "         [--seed S] [--eps E] [--pad P] [--g 0|1] [--b 0|1] [--bias 0|1] [--residual 0|1]\n"
                "         [--act softmax|gelu|gelu_tanh|silu] [--causal 0|1] [--separate-kv 0|1]\n"
-               "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D] [--repeat R]\n");
+               "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D] [--repeat R]\n"
+               "  E: the op's eps, > 0 and a float (default: the op's, SPEC.md)\n");
     nf_arg_names(f, "  OP:  ", nf_op_names, NF_OP_COUNT);
     nf_arg_names(f, "  D:   ", nf_dist_names, NF_IN_COUNT);
     fprintf(f, "  NAME: the op's registry entries (an --impl that is not one lists them)\n");
@@ -137,8 +139,13 @@ int nf_cmd_check(int argc, char **argv)
         case 'p': if (nf_arg_int("check", opt, optarg, 0, 1 << 20, &c.ld_pad)) return 2; break;
         case 'd': if (nf_arg_int("check", opt, optarg, 0, 1023, &device)) return 2; break;
         case 'r': if (nf_arg_int("check", opt, optarg, 1, 1000, &repeat)) return 2; break;
-        case 'e': /* any finite value: the op's own checks judge it */
-            if (nf_arg_f64("check", opt, optarg, -3.4e38, 3.4e38, &eps)) return 2;
+        case 'e': /* the op's eps as a float: 0 would silently mean the default (nf_case_eps) */
+            if (nf_arg_f64("check", opt, optarg, -DBL_MAX, DBL_MAX, &eps)) return 2;
+            if (!(eps > 0.0 && eps <= FLT_MAX && (float)eps > 0.0f)) {
+                fprintf(stderr, "normfuse check: %s: '%s' must be > 0 and representable as a float (%g..%g)\n",
+                        opt, optarg, (double)FLT_TRUE_MIN, (double)FLT_MAX);
+                return 2;
+            }
             c.eps = (float)eps;
             break;
         case 'g': case 'b': case 'c': case 'R': case 'C': case 'K': /* switches: 0 or 1 */

@@ -27,7 +27,7 @@ static int is_gemm(nf_op op) { return op >= NF_OP_PRENORM_FWD && op <= NF_OP_POS
 
 float nf_case_eps(const nf_case *c)
 {
-    if (c->eps > 0.0f)
+    if (c->eps != 0.0f) /* as given, even when not valid: the op's checks judge it */
         return c->eps;
     const int rms = c->op == NF_OP_PRENORM_FWD || c->op == NF_OP_PRENORM_BWD ||
                     ((c->op <= NF_OP_NORM_BWD || c->op >= NF_OP_POSTNORM_FWD) && c->kind == NF_NORM_RMS);

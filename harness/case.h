@@ -66,7 +66,7 @@ typedef struct nf_case {
     int has_bias, has_residual; /* post-norm c and R; attention: R given (else R = Q) */
     int ld_pad;              /* extra elements on every leading dimension       */
     nf_input_dist dist;
-    float eps;               /* 0: the op's default (SPEC.md)                   */
+    float eps;               /* 0: the op's default (SPEC.md); else as given    */
     uint64_t seed;           /* the inputs' seed                                */
 } nf_case;
 
@@ -80,7 +80,8 @@ const char *nf_op_name(nf_op op);               /* "prenorm_fwd", "?" if none  *
 int nf_op_is_backward(nf_op op);
 const char *nf_dist_name(nf_input_dist d);
 
-/* The case's eps: c->eps, or the default of the norm the op normalises with. */
+/* The case's eps: c->eps when it is not 0, else the default of the norm the
+ * op normalises with. */
 float nf_case_eps(const nf_case *c);
 /* Elements of the largest tensor of the case (the memory a run needs scales
  * with it); used by the fuzzer's --max-elems cap. */

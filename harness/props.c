@@ -104,7 +104,7 @@ void nf_check_repro(char *buf, size_t len, const nf_entry *e, const nf_case *c)
              "normfuse check --impl %s --op %s --shape %s --kind %s --dist %s --seed %llu --eps %.9g "
              "--pad %d --g %d --b %d --bias %d --residual %d --act %s --causal %d --separate-kv %d",
              e->name, nf_op_name(c->op), shape, c->kind == NF_NORM_RMS ? "rms" : "ln",
-             nf_dist_name(c->dist), (unsigned long long)c->seed, (double)c->eps, c->ld_pad, c->has_g,
+             nf_dist_name(c->dist), (unsigned long long)c->seed, (double)nf_case_eps(c), c->ld_pad, c->has_g,
              c->has_b, c->has_bias, c->has_residual, nf_activation_name(c->act), c->causal,
              c->separate_kv);
 }

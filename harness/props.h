@@ -67,7 +67,8 @@ int nf_prop_catches_bugs(const nf_prop_env *env, nf_prop_log *log);
 /* The default case set of an op (the gate's and the properties' shapes):
  * up to `max` cases, seeds derived from `seed`.  Returns the count. */
 int nf_default_cases(nf_op op, uint64_t seed, nf_case *out, int max);
-/* `normfuse check ...` reproducing case c on entry e. */
+/* `normfuse check ...` reproducing case c on entry e (the eps written out as
+ * nf_case_eps gives it: check refuses --eps 0). */
 void nf_check_repro(char *buf, size_t len, const nf_entry *e, const nf_case *c);
 
 /* Log helpers. */

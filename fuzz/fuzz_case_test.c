@@ -3,7 +3,8 @@
  * (seed, index) and respects its caps; shards cover every index exactly
  * once; shrinking reaches the minimal failing shape of a synthetic
  * predicate, and a shrunk case counts only when it fails the same way; MPI
- * rank detection from the environment.
+ * rank detection from the environment; --shape specs read whole, each value
+ * within its field.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -262,4 +263,37 @@ Test(fuzz_repro, repro_line_names_seed_case_op_impl_and_shape)
     nf_case back = c;
     cr_assert_eq(nf_case_apply_shape(&back, shape), 0);
     cr_assert(back.M == s.M || back.op >= NF_OP_ATTENTION_FWD);
+}
+
+Test(case_shape, values_are_read_whole_and_within_their_field)
+{
+    nf_case c;
+    memset(&c, 0, sizeof c);
+    cr_assert_eq(nf_case_apply_shape(&c, "M=5,K=7,N=9,B=2,H=3,D=4,Sq=6,Sk=8"), 0);
+    cr_assert(c.M == 5 && c.K == 7 && c.N == 9 && c.B == 2 && c.H == 3 && c.D == 4 && c.Sq == 6 && c.Sk == 8);
+    cr_assert_eq(nf_case_apply_shape(&c, "M=9223372036854775807,B=2147483647"), 0);
+    cr_assert(c.M == INT64_MAX && c.B == INT32_MAX);
+    /* out of the field's range (no clamp, no 32-bit wrap), not a whole positive integer, unknown */
+    static const char *const bad[] = {"M=99999999999999999999999", "M=9223372036854775808", "B=4294967297",
+                                      "B=2147483648", "Sq=4294967296", "M=0", "M=-3", "M=+3", "M= 3",
+                                      "M=3x", "M=", "X=1", "M"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        nf_case k = c;
+        cr_assert_neq(nf_case_apply_shape(&k, bad[i]), 0, "'%s' accepted", bad[i]);
+        cr_assert_eq(memcmp(&k, &c, sizeof c), 0, "'%s' changed the case", bad[i]);
+    }
+}
+
+Test(case_shape, a_long_spec_is_read_to_its_end)
+{
+    char spec[1200] = "";
+    for (int i = 0; i < 200; ++i) /* 800 characters, then the key that counts */
+        strcat(spec, "M=3,");
+    strcat(spec, "N=11");
+    nf_case c;
+    memset(&c, 0, sizeof c);
+    cr_assert_eq(nf_case_apply_shape(&c, spec), 0);
+    cr_assert(c.M == 3 && c.N == 11, "M=%lld N=%lld", (long long)c.M, (long long)c.N);
+    strcat(spec, ",Q=1");
+    cr_assert_neq(nf_case_apply_shape(&c, spec), 0, "an unknown key past 255 characters accepted");
 }

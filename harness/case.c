@@ -2,6 +2,9 @@
  * case.c — names, parsing and printing of verification cases (case.h).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,35 +77,55 @@ void nf_case_shape_str(const nf_case *c, char *buf, size_t len)
         snprintf(buf, len, "M=%lld,N=%lld", (long long)c->M, (long long)c->N);
 }
 
+/* The dims --shape sets: key, field, and whether the field is 64-bit. */
+typedef struct shape_key { const char *key; size_t off; int wide; } shape_key;
+static const shape_key shape_keys[] = {
+    {"M", offsetof(nf_case, M), 1},   {"K", offsetof(nf_case, K), 1},   {"N", offsetof(nf_case, N), 1},
+    {"n", offsetof(nf_case, N), 1},   {"B", offsetof(nf_case, B), 0},   {"H", offsetof(nf_case, H), 0},
+    {"D", offsetof(nf_case, D), 0},   {"Sq", offsetof(nf_case, Sq), 0}, {"Sk", offsetof(nf_case, Sk), 0},
+};
+
 int nf_case_apply_shape(nf_case *c, const char *spec)
 {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        char *end = NULL;
+    /* read in place, token by token: a spec of any length is read whole */
+    for (const char *tok = spec; *tok;) {
+        const int len = (int)strcspn(tok, ",");
+        const char *next = tok[len] ? tok + len + 1 : tok + len;
+        const char *eq = memchr(tok, '=', (size_t)len);
+        if (len == 0) { /* an empty item, as in "M=3,,N=5" */
+            tok = next;
+            continue;
+        }
         if (!eq) {
-            fprintf(stderr, "shape: '%s' is not key=value\n", tok);
+            fprintf(stderr, "shape: '%.*s' is not key=value\n", len, tok);
             return -1;
         }
-        *eq = '\0';
-        const long long v = strtoll(eq + 1, &end, 10);
-        if (*end || v < 1) {
-            fprintf(stderr, "shape: %s=%s is not a positive integer\n", tok, eq + 1);
+        const int klen = (int)(eq - tok), vlen = len - klen - 1;
+        const shape_key *k = NULL;
+        for (size_t i = 0; i < sizeof shape_keys / sizeof shape_keys[0] && !k; ++i)
+            if ((int)strlen(shape_keys[i].key) == klen && !strncmp(tok, shape_keys[i].key, (size_t)klen))
+                k = &shape_keys[i];
+        if (!k) {
+            fprintf(stderr, "shape: unknown key '%.*s' (M K N B H D Sq Sk)\n", klen, tok);
             return -1;
         }
-        if (!strcmp(tok, "M")) c->M = v;
-        else if (!strcmp(tok, "K")) c->K = v;
-        else if (!strcmp(tok, "N") || !strcmp(tok, "n")) c->N = v;
-        else if (!strcmp(tok, "B")) c->B = (int32_t)v;
-        else if (!strcmp(tok, "H")) c->H = (int32_t)v;
-        else if (!strcmp(tok, "D")) c->D = (int32_t)v;
-        else if (!strcmp(tok, "Sq")) c->Sq = (int32_t)v;
-        else if (!strcmp(tok, "Sk")) c->Sk = (int32_t)v;
-        else {
-            fprintf(stderr, "shape: unknown key '%s' (M K N B H D Sq Sk)\n", tok);
+        char *end = NULL;
+        errno = 0;
+        const long long v = vlen > 0 && eq[1] >= '0' && eq[1] <= '9' ? strtoll(eq + 1, &end, 10) : 0;
+        const long long hi = k->wide ? INT64_MAX : INT32_MAX;
+        if (end != eq + 1 + vlen || (v < 1 && errno != ERANGE)) {
+            fprintf(stderr, "shape: %.*s is not a positive integer\n", len, tok);
             return -1;
         }
+        if (errno == ERANGE || v > hi) {
+            fprintf(stderr, "shape: %.*s is out of range (1..%lld)\n", len, tok, hi);
+            return -1;
+        }
+        if (k->wide)
+            *(int64_t *)((char *)c + k->off) = (int64_t)v;
+        else
+            *(int32_t *)((char *)c + k->off) = (int32_t)v;
+        tok = next;
     }
     return 0;
 }

@@ -93,8 +93,10 @@ double nf_case_cost(const nf_case *c);
 int32_t nf_case_max_keys(const nf_case *c);
 
 /* The shape as "key=value,..." (only the op's keys), e.g. "M=5,K=64,N=8";
- * nf_case_apply_shape parses the same form and overrides those dims.
- * Returns 0, or -1 naming the bad key on stderr. */
+ * nf_case_apply_shape parses the same form, of any length, and overrides
+ * those dims: M, K, N in 1..INT64_MAX, B, H, D, Sq, Sk in 1..INT32_MAX (their
+ * fields' ranges).  Returns 0, or -1 naming the bad key=value and, for a
+ * value out of range, the range, on stderr. */
 void nf_case_shape_str(const nf_case *c, char *buf, size_t len);
 int nf_case_apply_shape(nf_case *c, const char *spec);
 /* Everything else about a case, e.g. "kind=rms g=1 b=0 dist=normal pad=0". */

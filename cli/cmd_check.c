@@ -204,6 +204,25 @@ int nf_cmd_check(int argc, char **argv)
         nf_registry_print_names(stderr, c.op);
         goto bad;
     }
+    /* What the host can judge, before the device probe: a case the op cannot
+     * lay out, or an --in file it cannot take, is the same mistake with or
+     * without a GPU (a usage error, not a skip or an ERROR per entry). */
+    nf_case_data laid;
+    if (nf_case_layout(&c, 0, &laid, err, sizeof err) != 0) {
+        char dims[128];
+        nf_case_shape_str(&c, dims, sizeof dims);
+        fprintf(stderr, "normfuse check: the case (%s %s) cannot be laid out: %s (the shape comes from --shape "
+                "and the --in files)\n", nf_op_name(c.op), dims, err);
+        goto bad;
+    }
+    for (int i = 0; i < nin; ++i) {
+        int64_t rows, cols;
+        nf_npy_as_matrix(&in[i].a, &rows, &cols);
+        if (nf_case_input_index(&laid, in[i].name, rows, cols, err, sizeof err) < 0) {
+            fprintf(stderr, "normfuse check: --in %s: %s\n", in[i].name, err);
+            goto bad;
+        }
+    }
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         fprintf(stderr, "normfuse check: SKIPPED (no CUDA device): checking an op launches it\n");

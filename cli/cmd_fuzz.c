@@ -112,6 +112,18 @@ int nf_cmd_fuzz(int argc, char **argv)
     memset(&scratch, 0, sizeof scratch);
     if (o.shape && nf_case_apply_shape(&scratch, o.shape) != 0)
         return 2;
+    /* ... and its values against each op the run draws (--impl's op, else the
+     * --op list, else every op): a row too long for the op is a mistake with
+     * or without a GPU, not a skip or an ERROR on every case */
+    const nf_op impl_op = o.impl ? nf_registry_find(o.impl)->op : NF_OP_COUNT;
+    for (int k = 0; o.shape && k < (o.impl ? 1 : o.cfg.nops > 0 ? o.cfg.nops : NF_OP_COUNT); ++k) {
+        const nf_op op = o.impl ? impl_op : o.cfg.nops > 0 ? o.cfg.ops[k] : (nf_op)k;
+        char err[256];
+        if (nf_fuzz_shape_fits(op, o.shape, err, sizeof err) != 0) {
+            fprintf(stderr, "normfuse fuzz: --shape: '%s' does not fit op %s: %s\n", o.shape, nf_op_name(op), err);
+            return 2;
+        }
+    }
     if (o.max_cases == 0 && o.seconds == 0 && o.only_case < 0)
         o.max_cases = DEFAULT_CASES;
     int rank = 0, size = 1;

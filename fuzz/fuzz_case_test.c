@@ -133,6 +133,17 @@ Test(fuzz_cases, self_attention_cost_counts_the_keys)
     cr_assert_float_eq(nf_case_cost(&self), nf_case_cost(&sep), 1e-9 * nf_case_cost(&sep));
 }
 
+Test(fuzz_cases, a_shape_override_is_judged_against_each_op)
+{
+    char err[256] = "";
+    cr_assert_eq(nf_fuzz_shape_fits(NF_OP_NORM_FWD, "M=7,N=4096", err, sizeof err), 0, "%s", err);
+    cr_assert_neq(nf_fuzz_shape_fits(NF_OP_NORM_FWD, "N=70000", err, sizeof err), 0, "a row past the maximum fits");
+    cr_assert(strstr(err, "norm needs") != NULL, "the op's reason is missing: '%s'", err);
+    cr_assert_eq(nf_fuzz_shape_fits(NF_OP_ATTENTION_FWD, "N=70000", err, sizeof err), 0, "attention has no N: %s", err);
+    cr_assert_neq(nf_fuzz_shape_fits(NF_OP_ATTENTION_FWD, "H=1024,D=256", err, sizeof err), 0, "H*D past the maximum");
+    cr_assert_neq(nf_fuzz_shape_fits(NF_OP_PRENORM_FWD, "K=x", err, sizeof err), 0, "a malformed shape fits");
+}
+
 Test(fuzz_shards, every_index_in_exactly_one_shard)
 {
     const int ns[] = {1, 2, 3, 7, 16};

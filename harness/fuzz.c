@@ -235,6 +235,21 @@ int nf_fuzz_case_shaped(const nf_fuzz_cfg *cfg, int64_t index, const char *shape
     return shape && nf_case_apply_shape(c, shape) != 0 ? -1 : 0;
 }
 
+int nf_fuzz_shape_fits(nf_op op, const char *shape, char *err, size_t errlen)
+{
+    nf_case c; /* the smallest case of the op: every dim 1, one sequence of one token */
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.M = c.K = c.N = 1;
+    c.B = c.H = c.D = c.Sq = 1;
+    if (nf_case_apply_shape(&c, shape) != 0) {
+        snprintf(err, errlen, "'%s' is not a shape (see above)", shape);
+        return -1;
+    }
+    nf_case_data d;
+    return nf_case_layout(&c, 0, &d, err, errlen);
+}
+
 void nf_fuzz_repro(char *buf, size_t len, const nf_fuzz_cfg *cfg, int64_t index,
                    const char *impl, const nf_case *shrunk)
 {

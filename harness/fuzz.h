@@ -34,6 +34,11 @@ void nf_fuzz_case(const nf_fuzz_cfg *cfg, int64_t index, nf_case *c);
  * nf_case_apply_shape does: what a run draws, and what a resume checks the
  * log against.  0, or -1 when the override does not fit the case. */
 int nf_fuzz_case_shaped(const nf_fuzz_cfg *cfg, int64_t index, const char *shape, nf_case *c);
+/* Whether the override `shape` can fit a case of op at all: applied to the
+ * op's smallest case (every other dim 1), the op can lay it out.  Every
+ * limit on a dim is an upper bound, so when it cannot, no drawn case of op
+ * can either: 0, or -1 with the op's reason in err. */
+int nf_fuzz_shape_fits(nf_op op, const char *shape, char *err, size_t errlen);
 
 /* Shard `shard` of `nshards` owns index i when i % nshards == shard. */
 int nf_shard_owns(int64_t index, int shard, int nshards);

@@ -113,18 +113,28 @@ static size_t tensor_bytes(const nf_tensor *t)
 
 /* ---- prepare ---------------------------------------------------------------- */
 
-int nf_case_prepare(const nf_case *c, int tma_layout, nf_case_data *d, nf_case_result *r)
+int nf_case_layout(const nf_case *c, int tma_layout, nf_case_data *d, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
     d->c = *c;
     d->tma_layout = tma_layout;
     const nf_op_module *m = nf_op_module_of(c->op);
+    if (!m) {
+        snprintf(err, errlen, "unknown op");
+        return -1;
+    }
+    return m->layout(d, err, errlen) != 0 ? -1 : 0;
+}
+
+int nf_case_prepare(const nf_case *c, int tma_layout, nf_case_data *d, nf_case_result *r)
+{
     char err[256] = "";
-    if (!m || m->layout(d, err, sizeof err) != 0) {
-        set_msg(r, "case cannot be laid out: %s", m ? err : "unknown op");
+    if (nf_case_layout(c, tma_layout, d, err, sizeof err) != 0) {
+        set_msg(r, "case cannot be laid out: %s", err);
         r->verdict = NF_V_ERROR;
         return -1;
     }
+    const nf_op_module *m = nf_op_module_of(c->op);
     for (int i = 0; i < d->nt; ++i) {
         nf_tensor *t = &d->t[i];
         if (t->rows == 0)
@@ -153,10 +163,11 @@ int nf_case_prepare(const nf_case *c, int tma_layout, nf_case_data *d, nf_case_r
     return 0;
 }
 
-int nf_case_set_input(nf_case_data *d, const char *name, const void *values, int64_t rows,
-                      int64_t cols, char *err, size_t errlen)
+int nf_case_input_index(const nf_case_data *d, const char *name, int64_t rows, int64_t cols, char *err,
+                        size_t errlen)
 {
-    nf_tensor *t = nf_case_tensor(d, name);
+    const int i = nf_tensor_index(d, name);
+    const nf_tensor *t = i < 0 ? NULL : &d->t[i];
     if (!t || t->is_output || t->device_only) {
         snprintf(err, errlen, "%s is not an input of %s in this case", name, nf_op_name(d->c.op));
         return -1;
@@ -166,6 +177,16 @@ int nf_case_set_input(nf_case_data *d, const char *name, const void *values, int
                  (long long)rows, (long long)cols, (long long)t->rows, (long long)t->cols);
         return -1;
     }
+    return i;
+}
+
+int nf_case_set_input(nf_case_data *d, const char *name, const void *values, int64_t rows,
+                      int64_t cols, char *err, size_t errlen)
+{
+    const int i = nf_case_input_index(d, name, rows, cols, err, errlen);
+    if (i < 0)
+        return -1;
+    const nf_tensor *t = &d->t[i];
     const size_t es = nf_ttype_size(t->type);
     for (int64_t i = 0; i < rows; ++i)
         memcpy((char *)t->host + i * t->ld * es, (const char *)values + i * cols * es, (size_t)cols * es);

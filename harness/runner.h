@@ -102,10 +102,21 @@ typedef struct nf_run_opts {
 /* Row tile for the sample: rows either side of every multiple are kept. */
 #define NF_SAMPLE_TILE 64
 
+/* The tensors of the case as prepare lays them out (names, types, dims;
+ * nothing allocated, nothing drawn: no nf_case_free needed), so what the
+ * host can judge of a case is judged before any device work.  0, or -1 with
+ * the reason in err (a case the op cannot lay out). */
+int nf_case_layout(const nf_case *c, int tma_layout, nf_case_data *d, char *err, size_t errlen);
 /* 0, or -1 with r->message set (a case the op cannot lay out). */
 int nf_case_prepare(const nf_case *c, int tma_layout, nf_case_data *d, nf_case_result *r);
+/* The index of tensor `name` of the laid-out case d when nf_case_set_input
+ * can take it as rows x cols values: a host input of the case, of those
+ * dims.  Else -1 with the reason in err. */
+int nf_case_input_index(const nf_case_data *d, const char *name, int64_t rows, int64_t cols, char *err,
+                        size_t errlen);
 /* Replace input `name` by host values (rows x cols dense; bf16 bits, or fp32
- * for statistics); backward cases then recompute their saved statistics. */
+ * for statistics; nf_case_input_index says which it takes); backward cases
+ * then recompute their saved statistics. */
 int nf_case_set_input(nf_case_data *d, const char *name, const void *values, int64_t rows,
                       int64_t cols, char *err, size_t errlen);
 /* Returns the launcher's status; sets r->verdict to NOT_IMPLEMENTED /

@@ -3,7 +3,11 @@
  * (or --impl NAME), judged against the oracle; prints the comparison per
  * output.  Inputs are drawn from --seed, or read from NumPy files:
  *   --in x=act.npy   float32 (rounded to bf16; the count of values the
- *                    rounding changed is printed) or uint16 (bf16 bits).
+ *                    rounding changed is printed) or uint16 (bf16 bits);
+ *                    a float32 tensor takes float32 only.  A backward's
+ *                    saved statistics (mean, rstd; attention: O, ln_mean,
+ *                    ln_rstd, rms_rstd, lse) are derived from the other
+ *                    inputs, as the oracle derives them, and cannot be given.
  * Without --shape the shape comes from the .npy inputs (x/A/X: rows and
  * row length, W: K x N).  --repeat R runs each entry R times on the same
  * inputs: the first run is judged, and every later one must give the same
@@ -38,6 +42,14 @@ static void infer(nf_case *c, const char *name, int64_t rows, int64_t cols)
     } else if (!strcmp(name, "h") || !strcmp(name, "dY") || !strcmp(name, "dy")) {
         c->M = rows, c->N = cols;
     }
+}
+
+/* Whether an --in file's values can fill tensor t: a bf16 tensor takes
+ * float32 (rounded) or uint16 (bf16 bits), a float32 one float32 only, an
+ * int32 one (attention offsets) neither. */
+static int file_fits(const nf_tensor *t, const nf_npy *a)
+{
+    return t->type == NF_T_BF16 || (t->type == NF_T_F32 && a->dtype == NF_NPY_F32);
 }
 
 /* The case field of a 0/1 switch option (--g, --b, --bias, --residual, --causal, --separate-kv). */
@@ -83,7 +95,11 @@ static void usage(FILE *f)
                "  E: the op's eps, > 0 and a float (default: the op's, SPEC.md)\n");
     nf_arg_names(f, "  OP:  ", nf_op_names, NF_OP_COUNT);
     nf_arg_names(f, "  D:   ", nf_dist_names, NF_IN_COUNT);
-    fprintf(f, "  NAME: the op's registry entries (an --impl that is not one lists them)\n");
+    fprintf(f, "  NAME: the op's registry entries (an --impl that is not one lists them)\n"
+               "  --in: an input tensor of the case from a .npy file: float32 (rounded for a bf16 tensor) or\n"
+               "        uint16 bf16 bits (bf16 tensors only).  A backward's saved statistics (mean, rstd;\n"
+               "        attention: O, ln_mean, ln_rstd, rms_rstd, lse) are derived from the other inputs, as\n"
+               "        the oracle derives them, and cannot be given.\n");
 }
 
 int nf_cmd_check(int argc, char **argv)
@@ -218,6 +234,13 @@ int nf_cmd_check(int argc, char **argv)
     for (int i = 0; i < nin; ++i) {
         int64_t rows, cols;
         nf_npy_as_matrix(&in[i].a, &rows, &cols);
+        const nf_tensor *t = nf_case_tensor(&laid, in[i].name);
+        if (t && !t->is_output && !file_fits(t, &in[i].a)) { /* a bf16 tensor takes either file */
+            fprintf(stderr, "normfuse check: --in %s: %s is %s here, the file holds %s\n", in[i].name, in[i].name,
+                    t->type == NF_T_F32 ? "float32" : "int32",
+                    in[i].a.dtype == NF_NPY_F32 ? "<f4 (float32)" : "<u2 (bf16 bits)");
+            goto bad;
+        }
         if (nf_case_input_index(&laid, in[i].name, rows, cols, err, sizeof err) < 0) {
             fprintf(stderr, "normfuse check: --in %s: %s\n", in[i].name, err);
             goto bad;
@@ -239,16 +262,18 @@ int nf_cmd_check(int argc, char **argv)
         nf_case_result r = {0};
         if (nf_case_prepare(&c, (e->flags & NF_ENTRY_TMA_LAYOUT) != 0, &d, &r) == 0) {
             for (int i = 0; i < nin && r.verdict == NF_V_PASS; ++i) {
-                nf_tensor *t = nf_case_tensor(&d, in[i].name);
+                nf_tensor *t = nf_case_tensor(&d, in[i].name); /* present and fitting: checked above */
                 int64_t rows, cols, changed = 0;
                 nf_npy_as_matrix(&in[i].a, &rows, &cols);
-                void *vals = malloc((size_t)in[i].a.count * 4 + 4);
-                if (t && t->type == NF_T_BF16)
+                const int fits = t && file_fits(t, &in[i].a);
+                void *vals = fits ? malloc((size_t)in[i].a.count * 4 + 4) : NULL;
+                if (vals && t->type == NF_T_BF16)
                     nf_npy_to_bf16(&in[i].a, vals, &changed);
-                else if (vals && in[i].a.dtype == NF_NPY_F32)
+                else if (vals) /* float32 into float32 */
                     memcpy(vals, in[i].a.data, (size_t)in[i].a.count * 4);
                 if (!vals || nf_case_set_input(&d, in[i].name, vals, rows, cols, err, sizeof err)) {
-                    snprintf(r.message, sizeof r.message, "input %s: %s", in[i].name, vals ? err : "out of memory");
+                    snprintf(r.message, sizeof r.message, "input %s: %s", in[i].name,
+                             !fits ? "the file does not fit the tensor" : vals ? err : "out of memory");
                     r.verdict = NF_V_ERROR;
                 } else if (t && t->type == NF_T_BF16 && in[i].a.dtype == NF_NPY_F32 && ran == 0) {
                     printf("input %s: %lld of %lld float32 values changed when rounded to bf16\n", in[i].name,

@@ -282,7 +282,10 @@ static int bwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, char *
     return 0;
 }
 
+static const char *const bwd_derived[] = {"O", "ln_mean", "ln_rstd", "rms_rstd", "lse", NULL};
+
 const nf_op_module nf_mod_attention_bwd = {
     .op = NF_OP_ATTENTION_BWD, .layout = bwd_layout, .generate = bwd_generate, .derive = bwd_derive,
+    .derived = bwd_derived,
     .launch = bwd_launch, .oracle = bwd_oracle, .zero_row_input = "dY", .row_sampling = 0,
 };

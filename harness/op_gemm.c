@@ -178,9 +178,11 @@ static int pre_bwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, ch
     return 0;
 }
 
+static const char *const pre_bwd_derived[] = {"rstd", NULL};
+
 const nf_op_module nf_mod_prenorm_bwd = {
     .op = NF_OP_PRENORM_BWD, .layout = pre_bwd_layout, .generate = pre_bwd_generate,
-    .derive = pre_bwd_derive, .launch = pre_bwd_launch, .oracle = pre_bwd_oracle,
+    .derive = pre_bwd_derive, .derived = pre_bwd_derived, .launch = pre_bwd_launch, .oracle = pre_bwd_oracle,
     .zero_row_input = "dY", .row_sampling = 1,
 };
 
@@ -372,8 +374,10 @@ static int post_bwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, c
     return 0;
 }
 
+static const char *const post_bwd_derived[] = {"mean", "rstd", NULL};
+
 const nf_op_module nf_mod_postnorm_bwd = {
     .op = NF_OP_POSTNORM_BWD, .layout = post_bwd_layout, .generate = post_bwd_generate,
-    .derive = post_bwd_derive, .launch = post_bwd_launch, .oracle = post_bwd_oracle,
+    .derive = post_bwd_derive, .derived = post_bwd_derived, .launch = post_bwd_launch, .oracle = post_bwd_oracle,
     .zero_row_input = "dY", .row_sampling = 1,
 };

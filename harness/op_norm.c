@@ -224,7 +224,10 @@ static int bwd_oracle(nf_case_data *d, const nf_oracle_opts *o, int mpfr, char *
     return 0;
 }
 
+static const char *const bwd_derived[] = {"mean", "rstd", NULL};
+
 const nf_op_module nf_mod_norm_bwd = {
     .op = NF_OP_NORM_BWD, .layout = bwd_layout, .generate = bwd_generate, .derive = bwd_derive,
+    .derived = bwd_derived,
     .launch = bwd_launch, .oracle = bwd_oracle, .zero_row_input = "dy", .row_sampling = 1,
 };

@@ -21,6 +21,9 @@ typedef struct nf_op_module {
     void (*generate)(nf_case_data *d, nf_hrng *r);
     /* Backward: the forward's saved statistics from the inputs (may be NULL). */
     int (*derive)(nf_case_data *d, char *err, size_t errlen);
+    /* The tensors derive writes, NULL-terminated (NULL: none): not settable
+     * by nf_case_set_input, since the oracle recomputes them from the inputs. */
+    const char *const *derived;
     nf_status (*launch)(nf_context *ctx, const nf_entry *e, nf_case_data *d);
     /* Fill want/allowed of every output; mpfr picks the oracle of record. */
     int (*oracle)(nf_case_data *d, const nf_oracle_opts *o, int mpfr, char *err, size_t errlen);

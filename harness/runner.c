@@ -172,6 +172,13 @@ int nf_case_input_index(const nf_case_data *d, const char *name, int64_t rows, i
         snprintf(err, errlen, "%s is not an input of %s in this case", name, nf_op_name(d->c.op));
         return -1;
     }
+    const nf_op_module *m = nf_op_module_of(d->c.op);
+    for (const char *const *n = m->derived; n && *n; ++n)
+        if (!strcmp(*n, name)) {
+            snprintf(err, errlen, "%s is derived from the other inputs (the forward's saved statistics, which "
+                     "the oracle recomputes from them), so it cannot be given", name);
+            return -1;
+        }
     if (t->rows != rows || t->cols != cols) {
         snprintf(err, errlen, "%s is %lld x %lld here, the case wants %lld x %lld", name,
                  (long long)rows, (long long)cols, (long long)t->rows, (long long)t->cols);

@@ -110,7 +110,9 @@ int nf_case_layout(const nf_case *c, int tma_layout, nf_case_data *d, char *err,
 /* 0, or -1 with r->message set (a case the op cannot lay out). */
 int nf_case_prepare(const nf_case *c, int tma_layout, nf_case_data *d, nf_case_result *r);
 /* The index of tensor `name` of the laid-out case d when nf_case_set_input
- * can take it as rows x cols values: a host input of the case, of those
+ * can take it as rows x cols values: a host input of the case, not one a
+ * backward derives from the others (its saved statistics: the oracle
+ * recomputes them, so given ones would be judged against others), of those
  * dims.  Else -1 with the reason in err. */
 int nf_case_input_index(const nf_case_data *d, const char *name, int64_t rows, int64_t cols, char *err,
                         size_t errlen);

@@ -4,6 +4,7 @@
  * (atoi and friends read "1O0" as 1 and "abc" as 0: a gate asked for a
  * 100-second fuzz would have fuzzed for one second, or not at all.)
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -48,9 +49,12 @@ int nf_arg_u64(const char *cmd, const char *opt, const char *text, uint64_t *out
 {
     char *end = NULL;
     errno = 0;
-    /* strtoull accepts a sign and wraps "-1" to 2^64 - 1: a seed is digits only */
-    const int digit_first = text && ((*text >= '0' && *text <= '9'));
-    const unsigned long long v = digit_first ? strtoull(text, &end, 0) : 0;
+    /* decimal, or hex after 0x: never octal ("010" is ten, as a reader takes it),
+     * and digits only (strtoull takes a sign and wraps "-1" to 2^64 - 1) */
+    const int hex = text && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    const char *digits = text ? text + (hex ? 2 : 0) : NULL;
+    const int digit_first = digits && (hex ? isxdigit((unsigned char)*digits) : *digits >= '0' && *digits <= '9');
+    const unsigned long long v = digit_first ? strtoull(digits, &end, hex ? 16 : 10) : 0;
     if (!digit_first || *end != '\0' || errno == ERANGE)
         return fail(cmd, opt, text, "is not an unsigned integer (decimal, or 0x hex)");
     *out = (uint64_t)v;

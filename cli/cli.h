@@ -25,7 +25,8 @@ int nf_cmd_fuzz(int argc, char **argv);
 /* Option values, strictly (args.c): the whole text must be one number of the
  * type within [lo, hi]; otherwise "normfuse CMD: OPT: 'TEXT' is not ..." goes
  * to stderr and the call returns -1 (the command then exits 2).  Seeds are
- * unsigned 64-bit, decimal or 0x hex; nf_arg_seed reads NF_SEED when it is
+ * unsigned 64-bit, decimal or 0x hex (a leading 0 is not octal: "010" is
+ * ten); nf_arg_seed reads NF_SEED when it is
  * set, else gives `fallback`. */
 int nf_arg_i64(const char *cmd, const char *opt, const char *text, int64_t lo, int64_t hi, int64_t *out);
 int nf_arg_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out);

@@ -93,8 +93,10 @@ int nf_arg_choice(const char *cmd, const char *opt, const char *text, const char
     return fail(cmd, opt, text, what);
 }
 
-int nf_arg_seed(const char *cmd, uint64_t fallback, uint64_t *out)
+int nf_arg_seed(const char *cmd, const char *given, uint64_t fallback, uint64_t *out)
 {
+    if (given)
+        return nf_arg_u64(cmd, "--seed", given, out);
     const char *env = getenv("NF_SEED");
     if (!env) {
         *out = fallback;

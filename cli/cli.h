@@ -26,13 +26,14 @@ int nf_cmd_fuzz(int argc, char **argv);
  * type within [lo, hi]; otherwise "normfuse CMD: OPT: 'TEXT' is not ..." goes
  * to stderr and the call returns -1 (the command then exits 2).  Seeds are
  * unsigned 64-bit, decimal or 0x hex (a leading 0 is not octal: "010" is
- * ten); nf_arg_seed reads NF_SEED when it is
- * set, else gives `fallback`. */
+ * ten).  nf_arg_seed gives the seed a command runs: `given` (--seed's text)
+ * when not NULL, else NF_SEED when set, else `fallback`; a command calls it
+ * after its options, so --help never reads NF_SEED and --seed wins over it. */
 int nf_arg_i64(const char *cmd, const char *opt, const char *text, int64_t lo, int64_t hi, int64_t *out);
 int nf_arg_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out);
 int nf_arg_u64(const char *cmd, const char *opt, const char *text, uint64_t *out);
 int nf_arg_f64(const char *cmd, const char *opt, const char *text, double lo, double hi, double *out);
-int nf_arg_seed(const char *cmd, uint64_t fallback, uint64_t *out);
+int nf_arg_seed(const char *cmd, const char *given, uint64_t fallback, uint64_t *out);
 /* A word of names[0..count-1]: *index its position, else "OPT: 'TEXT' is not
  * a, b or c" and -1. */
 int nf_arg_choice(const char *cmd, const char *opt, const char *text, const char *const *names, int count,

@@ -118,10 +118,8 @@ int nf_cmd_check(int argc, char **argv)
     nf_case c;
     memset(&c, 0, sizeof c);
     c.op = NF_OP_COUNT;
-    if (nf_arg_seed("check", 1, &c.seed))
-        return 2;
     c.has_g = 1;
-    const char *impl = NULL, *shape = NULL;
+    const char *impl = NULL, *shape = NULL, *seed = NULL;
     named_npy in[MAX_INPUTS];
     int nin = 0, device = 0, repeat = 1, rc = 2;
     nf_run_opts ro = {0};
@@ -151,7 +149,7 @@ int nf_cmd_check(int argc, char **argv)
             if (nf_arg_choice("check", opt, optarg, acts, NF_ACT_COUNT, &k)) goto bad;
             c.act = (nf_activation)k;
             break;
-        case 's': if (nf_arg_u64("check", opt, optarg, &c.seed)) return 2; break;
+        case 's': seed = optarg; break;
         case 'p': if (nf_arg_int("check", opt, optarg, 0, 1 << 20, &c.ld_pad)) return 2; break;
         case 'd': if (nf_arg_int("check", opt, optarg, 0, 1023, &device)) return 2; break;
         case 'r': if (nf_arg_int("check", opt, optarg, 1, 1000, &repeat)) return 2; break;
@@ -200,7 +198,7 @@ int nf_cmd_check(int argc, char **argv)
         default: goto usage;
         }
     }
-    if (nf_arg_none_left("check", argc, argv))
+    if (nf_arg_none_left("check", argc, argv) || nf_arg_seed("check", seed, 1, &c.seed))
         goto bad;
     if (c.op == NF_OP_COUNT) {
         fprintf(stderr, "normfuse check: no --op given\n");

@@ -27,7 +27,7 @@ static void usage(FILE *f)
                "                     [--op OP]... [--impl NAME] [--shape K=V,...] [--max-elems E]\n"
                "                     [--shard i/n] [--log FILE] [--resume] [--no-shrink] [--device D]\n");
     nf_arg_names(f, "  OP:", nf_op_names, NF_OP_COUNT);
-    fprintf(f, "  NF_SEED overrides the default seed.\n");
+    fprintf(f, "  Without --seed, NF_SEED gives the seed when set.\n");
 }
 
 int nf_cmd_fuzz(int argc, char **argv)
@@ -42,12 +42,10 @@ int nf_cmd_fuzz(int argc, char **argv)
         {"no-shrink", no_argument, 0, 'x'},    {"device", required_argument, 0, 'd'},
         {"help", no_argument, 0, 'H'},         {0, 0, 0, 0},
     };
-    uint64_t seed;
-    if (nf_arg_seed("fuzz", DEFAULT_SEED, &seed))
-        return 2;
+    const char *seed = NULL;
     nf_fuzz_run_opts o;
     memset(&o, 0, sizeof o);
-    nf_fuzz_cfg_default(&o.cfg, seed);
+    nf_fuzz_cfg_default(&o.cfg, DEFAULT_SEED);
     o.only_case = -1;
     o.shrink = 1;
     o.out = stdout;
@@ -56,7 +54,7 @@ int nf_cmd_fuzz(int argc, char **argv)
     for (int ch, li = 0; (ch = getopt_long(argc, argv, "", opts, &li)) != -1;) {
         const char *opt = nf_long_opt(opts, li, ch);
         switch (ch) {
-        case 's': if (nf_arg_u64("fuzz", opt, optarg, &o.cfg.seed)) return 2; break;
+        case 's': seed = optarg; break;
         case 'n': if (nf_arg_i64("fuzz", opt, optarg, 0, INT64_MAX, &o.max_cases)) return 2; break;
         case 'c': if (nf_arg_i64("fuzz", opt, optarg, 0, INT64_MAX, &o.only_case)) return 2; break;
         case 'f': if (nf_arg_i64("fuzz", opt, optarg, 0, INT64_MAX, &o.first_case)) return 2; break;
@@ -90,7 +88,7 @@ int nf_cmd_fuzz(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (nf_arg_none_left("fuzz", argc, argv))
+    if (nf_arg_none_left("fuzz", argc, argv) || nf_arg_seed("fuzz", seed, DEFAULT_SEED, &o.cfg.seed))
         return 2;
     if (o.impl && !nf_registry_find(o.impl)) {
         fprintf(stderr, "normfuse fuzz: --impl: '%s' is not a registry entry; the entries:", o.impl);

@@ -92,8 +92,7 @@ int nf_cmd_gate(int argc, char **argv)
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     uint64_t seed;
-    if (nf_arg_seed("gate", DEFAULT_SEED, &seed))
-        return 2;
+    const char *seed_text = NULL;
     double seconds = DEFAULT_SECONDS;
     int nseeds = DEFAULT_NSEEDS;
     int64_t max_elems = NF_FUZZ_DEFAULT_MAX_ELEMS;
@@ -104,7 +103,7 @@ int nf_cmd_gate(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'p': only = optarg; break;
         case 't': if (nf_arg_f64("gate", opt, optarg, 0.0, 1e7, &seconds)) return 2; break;
-        case 's': if (nf_arg_u64("gate", opt, optarg, &seed)) return 2; break;
+        case 's': seed_text = optarg; break;
         case 'n': if (nf_arg_int("gate", opt, optarg, 2, 1000000, &nseeds)) return 2; break; /* never one seed */
         case 'm': if (nf_arg_i64("gate", opt, optarg, 1, INT64_MAX, &max_elems)) return 2; break;
         default:
@@ -114,7 +113,7 @@ int nf_cmd_gate(int argc, char **argv)
             return ch == 'h' ? 0 : 2;
         }
     }
-    if (nf_arg_none_left("gate", argc, argv))
+    if (nf_arg_none_left("gate", argc, argv) || nf_arg_seed("gate", seed_text, DEFAULT_SEED, &seed))
         return 2;
     if (only && !nf_property_find(only)) {
         fprintf(stderr, "normfuse gate: unknown property '%s'\n", only);

@@ -83,14 +83,13 @@ int nf_cmd_report(int argc, char **argv)
                                          {"op", 1, 0, 'p'},  {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char *out = "reports/accuracy";
     uint64_t seed;
-    if (nf_arg_seed("report", DEFAULT_SEED, &seed))
-        return 2;
+    const char *seed_text = NULL;
     int nseeds = 2, only = -1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         int k;
         switch (ch) {
         case 'o': out = optarg; break;
-        case 's': if (nf_arg_u64("report", "--seed", optarg, &seed)) return 2; break;
+        case 's': seed_text = optarg; break;
         case 'n': if (nf_arg_int("report", "--nseeds", optarg, 2, 1000000, &nseeds)) return 2; break; /* never one seed */
         case 'p': if (nf_arg_choice("report", "--op", optarg, nf_op_names, NF_OP_COUNT, &k)) return 2; only = k; break;
         default:
@@ -99,7 +98,7 @@ int nf_cmd_report(int argc, char **argv)
             return ch == 'h' ? 0 : 2;
         }
     }
-    if (nf_arg_none_left("report", argc, argv))
+    if (nf_arg_none_left("report", argc, argv) || nf_arg_seed("report", seed_text, DEFAULT_SEED, &seed))
         return 2;
     nf_run_info ri;
     nf_run_info_fill(&ri, argc, argv);

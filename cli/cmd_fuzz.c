@@ -12,6 +12,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,7 +77,8 @@ int nf_cmd_fuzz(int argc, char **argv)
         case 'S': o.shape = optarg; break;
         case 'h':
             if (nf_shard_parse(optarg, &o.shard, &o.nshards) != 0) {
-                fprintf(stderr, "normfuse fuzz: --shard wants i/n with 0 <= i < n, got '%s'\n", optarg);
+                fprintf(stderr, "normfuse fuzz: --shard wants i/n with 0 <= i < n <= %d, got '%s'\n", INT_MAX,
+                        optarg);
                 return 2;
             }
             shard_given = 1;

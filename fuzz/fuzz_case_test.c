@@ -161,11 +161,16 @@ Test(fuzz_shards, parse_accepts_i_of_n_only)
     int i, n;
     cr_assert_eq(nf_shard_parse("2/5", &i, &n), 0);
     cr_assert(i == 2 && n == 5);
-    cr_assert_neq(nf_shard_parse("5/5", &i, &n), 0);
-    cr_assert_neq(nf_shard_parse("-1/3", &i, &n), 0);
-    cr_assert_neq(nf_shard_parse("1", &i, &n), 0);
-    cr_assert_neq(nf_shard_parse("1/0", &i, &n), 0);
-    cr_assert_neq(nf_shard_parse("1/3x", &i, &n), 0);
+    cr_assert_eq(nf_shard_parse("5/2147483647", &i, &n), 0);
+    cr_assert(i == 5 && n == 2147483647);
+    /* n within int too: no wrap of 2^32 + 1 to 1, no overflow to a negative count */
+    static const char *const bad[] = {"5/5", "-1/3", "1", "1/0", "1/3x", "5/4294967297", "0/99999999999999999999",
+                                      "0/2147483648", "4294967296/4294967297", "+1/3", "1/+3"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        i = n = -7;
+        cr_assert_neq(nf_shard_parse(bad[k], &i, &n), 0, "'%s' accepted", bad[k]);
+        cr_assert(i == -7 && n == -7, "'%s' changed the shard", bad[k]);
+    }
 }
 
 Test(fuzz_shards, mpi_rank_from_the_environment)

@@ -12,6 +12,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -143,15 +144,25 @@ int nf_shard_owns(int64_t index, int shard, int nshards)
     return nshards <= 1 || index % nshards == shard;
 }
 
+/* Decimal digits at s, at most INT_MAX, up to *end; -1 when there are none
+ * or the value is larger. */
+static long long shard_number(const char *s, char **end)
+{
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    const long long v = strtoll(s, end, 10);
+    return errno == ERANGE || v > INT_MAX ? -1 : v;
+}
+
 int nf_shard_parse(const char *s, int *shard, int *nshards)
 {
     char *end = NULL;
-    const long i = strtol(s, &end, 10);
-    if (end == s || *end != '/')
+    const long long i = shard_number(s, &end);
+    if (i < 0 || *end != '/')
         return -1;
-    const char *t = end + 1;
-    const long n = strtol(t, &end, 10);
-    if (end == t || *end || n < 1 || i < 0 || i >= n)
+    const long long n = shard_number(end + 1, &end);
+    if (n < 1 || *end || i >= n)
         return -1;
     *shard = (int)i;
     *nshards = (int)n;

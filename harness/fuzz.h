@@ -42,7 +42,8 @@ int nf_fuzz_shape_fits(nf_op op, const char *shape, char *err, size_t errlen);
 
 /* Shard `shard` of `nshards` owns index i when i % nshards == shard. */
 int nf_shard_owns(int64_t index, int shard, int nshards);
-/* "i/n" with 0 <= i < n; 0 on success. */
+/* "i/n", decimal digits, with 0 <= i < n <= INT_MAX; 0 on success, else -1
+ * with *shard and *nshards untouched. */
 int nf_shard_parse(const char *s, int *shard, int *nshards);
 /* The launcher's rank and size from OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE
  * or SLURM_PROCID/NTASKS; returns 1 when found (no MPI link needed). */

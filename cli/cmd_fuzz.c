@@ -92,6 +92,10 @@ int nf_cmd_fuzz(int argc, char **argv)
     }
     if (nf_arg_none_left("fuzz", argc, argv) || nf_arg_seed("fuzz", seed, DEFAULT_SEED, &o.cfg.seed))
         return 2;
+    if (o.resume && !o.log_path) { /* else it resumes nothing and runs every case again */
+        fprintf(stderr, "normfuse fuzz: --resume needs --log FILE (the log it resumes)\n");
+        return 2;
+    }
     if (o.impl && !nf_registry_find(o.impl)) {
         fprintf(stderr, "normfuse fuzz: --impl: '%s' is not a registry entry; the entries:", o.impl);
         nf_registry_print_names(stderr, NF_OP_COUNT);

@@ -136,7 +136,11 @@ int nf_cmd_fuzz(int argc, char **argv)
         if (!shard_given)
             o.shard = rank, o.nshards = size;
         if (o.log_path && size > 1) {
-            snprintf(logbuf, sizeof logbuf, "%s.rank%d", o.log_path, rank);
+            if (snprintf(logbuf, sizeof logbuf, "%s.rank%d", o.log_path, rank) >= (int)sizeof logbuf) {
+                fprintf(stderr, "normfuse fuzz: --log: '%s.rank%d' is longer than %d characters\n", o.log_path,
+                        rank, (int)sizeof logbuf - 1);
+                return 2;
+            }
             o.log_path = logbuf;
         }
     }

@@ -11,6 +11,7 @@
  * Exit: 0 when everything that ran passed, 1 on any violation, 2 on usage.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,7 @@ int nf_cmd_gate(int argc, char **argv)
         out = outbuf;
     }
     if (nf_mkdirs(out) != 0) {
-        fprintf(stderr, "normfuse gate: cannot create %s\n", out);
+        fprintf(stderr, "normfuse gate: --out: cannot create '%s': %s\n", out, strerror(errno));
         return 2;
     }
     /* The fuzz log appends (a campaign resumes); a gate is one run, so its

@@ -11,6 +11,7 @@
  * point); gnuplot draws the PNGs when installed.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -100,6 +101,11 @@ int nf_cmd_report(int argc, char **argv)
     }
     if (nf_arg_none_left("report", argc, argv) || nf_arg_seed("report", seed_text, DEFAULT_SEED, &seed))
         return 2;
+    if (strlen(out) >= NF_MKDIRS_MAX) { /* a usage error on any host, not a skip without a GPU */
+        errno = ENAMETOOLONG;
+        fprintf(stderr, "normfuse report: --out: cannot create '%s': %s\n", out, strerror(errno));
+        return 2;
+    }
     nf_run_info ri;
     nf_run_info_fill(&ri, argc, argv);
     if (!ri.has_gpu) {
@@ -108,7 +114,7 @@ int nf_cmd_report(int argc, char **argv)
     }
     char path[1200];
     if (nf_mkdirs(out)) {
-        fprintf(stderr, "normfuse report: cannot create %s\n", out);
+        fprintf(stderr, "normfuse report: --out: cannot create '%s': %s\n", out, strerror(errno));
         return 2;
     }
     nf_context *ctx = NULL;

@@ -41,8 +41,12 @@ void nf_run_info_fill(nf_run_info *ri, int argc, char **argv)
 
 int nf_mkdirs(const char *path)
 {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
+    char buf[NF_MKDIRS_MAX];
+    if (strlen(path) >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, strlen(path) + 1);
     for (char *p = buf + 1; *p; ++p)
         if (*p == '/') {
             *p = '\0';

@@ -18,7 +18,11 @@ typedef struct nf_run_info {
 } nf_run_info;
 
 void nf_run_info_fill(nf_run_info *ri, int argc, char **argv);
-/* mkdir -p; 0 on success. */
+/* The longest path nf_mkdirs makes, plus one. */
+#define NF_MKDIRS_MAX 1024
+/* mkdir -p; 0 on success, else -1 with errno set.  A path of NF_MKDIRS_MAX
+ * or more characters is refused with ENAMETOOLONG before anything is made
+ * (it used to be cut, making a directory of the cut name). */
 int nf_mkdirs(const char *path);
 void nf_xml_escape(FILE *f, const char *s);
 /* JUnit XML: one testsuite per property, one testcase per item (SKIP ->

@@ -190,10 +190,10 @@ int nf_case_input_index(const nf_case_data *d, const char *name, int64_t rows, i
 int nf_case_set_input(nf_case_data *d, const char *name, const void *values, int64_t rows,
                       int64_t cols, char *err, size_t errlen)
 {
-    const int i = nf_case_input_index(d, name, rows, cols, err, errlen);
-    if (i < 0)
+    const int k = nf_case_input_index(d, name, rows, cols, err, errlen);
+    if (k < 0)
         return -1;
-    const nf_tensor *t = &d->t[i];
+    const nf_tensor *t = &d->t[k];
     const size_t es = nf_ttype_size(t->type);
     for (int64_t i = 0; i < rows; ++i)
         memcpy((char *)t->host + i * t->ld * es, (const char *)values + i * cols * es, (size_t)cols * es);

@@ -16,6 +16,9 @@
  * violation, 2 a usage error, NF_EXIT_SKIPPED when the command needs a GPU
  * and none is visible (the same 77 the GPU tests use). */
 #define NF_EXIT_SKIPPED 77
+/* `check`: every entry it ran answered not built or unsupported: nothing was
+ * judged, so nothing passed. */
+#define NF_EXIT_NOTHING_JUDGED 3
 int nf_cmd_bench(int argc, char **argv);
 int nf_cmd_gate(int argc, char **argv);
 int nf_cmd_check(int argc, char **argv);

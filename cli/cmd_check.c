@@ -13,7 +13,8 @@
  * inputs: the first run is judged, and every later one must give the same
  * bits in every output (an entry that declares itself nondeterministic is
  * reported, not failed), so a new shape's determinism can be checked at any
- * size.  Exit: 0 pass, 1 a failure, 2 usage, 77 no device.
+ * size.  Exit: 0 pass, 1 a failure, 2 usage, 3 nothing judged (every entry
+ * run answered not built or unsupported for the case), 77 no device.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <float.h>
@@ -99,7 +100,9 @@ static void usage(FILE *f)
                "  --in: an input tensor of the case from a .npy file: float32 (rounded for a bf16 tensor) or\n"
                "        uint16 bf16 bits (bf16 tensors only).  A backward's saved statistics (mean, rstd;\n"
                "        attention: O, ln_mean, ln_rstd, rms_rstd, lse) are derived from the other inputs, as\n"
-               "        the oracle derives them, and cannot be given.\n");
+               "        the oracle derives them, and cannot be given.\n"
+               "  exit: 0 every entry judged passed, 1 a failure, 2 usage, 3 nothing judged (every entry\n"
+               "        run is not built or does not take the case), 77 no GPU\n");
 }
 
 int nf_cmd_check(int argc, char **argv)
@@ -251,7 +254,7 @@ int nf_cmd_check(int argc, char **argv)
     }
     nf_context *ctx = NULL;
     NF_CHECK(nf_context_create(&ctx, device));
-    int ran = 0, failed = 0;
+    int ran = 0, failed = 0, judged = 0;
     for (int k = 0; k < nf_registry_count(); ++k) {
         const nf_entry *e = nf_registry_get(k);
         if (e->op != c.op || (impl ? strcmp(impl, e->name) != 0 : (e->flags & NF_ENTRY_SELFTEST) != 0))
@@ -292,12 +295,16 @@ int nf_cmd_check(int argc, char **argv)
         }
         ++ran;
         failed += nf_verdict_is_failure(r.verdict);
+        judged += r.verdict == NF_V_PASS || r.verdict == NF_V_FAIL;
         nf_case_free(&d);
     }
     if (!ran)
         fprintf(stderr, "normfuse check: no registry entry matches op %s%s%s\n", nf_op_name(c.op),
                 impl ? " and impl " : "", impl ? impl : "");
-    rc = !ran ? 2 : failed ? 1 : 0;
+    else if (!failed && !judged)
+        fprintf(stderr, "normfuse check: nothing was judged: every entry run is not built or does not take "
+                        "this case (above)\n");
+    rc = !ran ? 2 : failed ? 1 : !judged ? NF_EXIT_NOTHING_JUDGED : 0;
 fail:
     nf_context_destroy(ctx);
     for (int i = 0; i < nin; ++i)

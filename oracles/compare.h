@@ -4,7 +4,8 @@
  *
  * `allowed[i]` is the whole allowance for element i, as filled by the
  * budget module (budget.h): ulp_b(y*) + C * bound.  An element passes when
- * |got - want| <= allowed.  Special values: where want is NaN or +-Inf, got
+ * |got - want| <= allowed; where the budget could not bound it (allowed NaN
+ * or infinite) only got == want passes.  Special values: where want is NaN or +-Inf, got
  * must be the same; where want is finite, got must be finite.  A compared
  * region whose oracle has a non-zero element but whose result is all zero
  * fails (all_zero_fail).  A row whose inputs are all zero must come out

@@ -28,6 +28,7 @@
 #include "oracles/budget.h"
 #include "oracles/compare.h"
 #include "oracles/oracle.h"
+#include "oracles/oracle_util.h"
 #include "test_rng.h"
 
 #define DEFAULT_SEED 0xB0D6E7ull
@@ -104,6 +105,15 @@ Test(budget, compare_specials_and_zero_rules)
     cr_assert(nf_compare_f32(gn, 1, 2, 2, wn, an, NULL, 0, &st), "exact value under a NaN allowance");
     gn[0] = 5.0f;
     cr_assert(!nf_compare_f32(gn, 1, 2, 2, wn, an, NULL, 0, &st), "5 for 0 under a NaN allowance");
+    cr_assert_eq(st.violations, 1);
+    /* so does an infinite one (gamma_n of a sum of n >= 1/u terms: no worst
+     * case exists), which used to pass anything */
+    const double ai[2] = {nf_gamma(1e8, 0x1p-24), 0.01};
+    cr_assert(isinf(ai[0]), "gamma_n of 1e8 fp32 terms is %g", ai[0]);
+    gn[0] = 0.0f;
+    cr_assert(nf_compare_f32(gn, 1, 2, 2, wn, ai, NULL, 0, &st), "exact value under an infinite allowance");
+    gn[0] = 1e30f;
+    cr_assert(!nf_compare_f32(gn, 1, 2, 2, wn, ai, NULL, 0, &st), "1e30 for 0 under an infinite allowance");
     cr_assert_eq(st.violations, 1);
     /* the row sample restricts what is judged */
     const double w4[4] = {1, 1, 1, 1}, a4[4] = {0.01, 0.01, 0.01, 0.01};

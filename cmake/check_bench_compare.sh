@@ -7,7 +7,7 @@
 # case that failed in one run.  Checks the plain table, --rounds and its
 # summary lines; then a run that times one case twice (as a grid of all ops
 # does): the first timing counts; then --spread, on a run with the
-# repetitions' p10 and p90 and one without.
+# repetitions' p10 and p90 and one without; then files that are no bench run.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -60,5 +60,16 @@ spread="$("$py" "$script" --spread new/spread.json)"
 # 268435456 bytes at 4.0 TB/s: 120 us 0.559, 95 us 0.706
 expect "$spread" '^rmsnorm_fwd +ref +M=4096 n=16384 +0\.671 \[0\.559-0\.706\]$' "--spread, fractions"
 expect_exit 2 "--spread with --rounds" --spread --rounds ab_X_a_r1.json ab_X_a_r2.json
+# input that is not a bench run (here after a good one): one line naming the file
+# and what is wrong, exit 2, never a traceback
+refuses_bad_runs bench_compare ab_X_a_r1.json
+refuses_bad_runs bench_compare --time ab_X_a_r1.json
+# fractions need the run's copy bandwidth and each case's bytes; times do not
+sed 's/"copy_bw_tbs": 4.0, //' ab_X_b_r1.json > nobw.json
+expect_error 2 "fractions of a run without copy_bw_tbs" '^bench_compare: nobw\.json: no copy_bw_tbs' nobw.json
+expect_exit 0 "times of a run without copy_bw_tbs" --time nobw.json
+sed 's/"bytes": 268435456, //' ab_X_b_r1.json > nobytes.json
+expect_error 2 "fractions of a case without bytes" '^bench_compare: nobytes\.json: case 1 \(rmsnorm_fwd\): bytes is missing, not a number$' \
+  nobytes.json
 [ "$status" = 0 ] && echo "PASS: bench_compare.py tables as expected"
 exit "$status"

@@ -9,7 +9,7 @@
 # point but the LayerNorm forward at n = 16384, 2^26, there at 0.895: read
 # together, that point shows its lower reading, missed in both; the LayerNorm
 # backward at n = 1024, 2^26, its one reading and met in one run of two.
-# A third (c) meets every point.
+# A third (c) meets every point.  Then files that are no bench run.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -61,5 +61,16 @@ expect_exit 1 "one run of two with a miss" "$dir/c.json" "$dir/b.json"
 expect_exit 2 "a missing file" "$dir/missing.json"
 printf '{"copy_bw_tbs": 4.0, "cases": [{"op": "gemm", "impl": "cublaslt", "shape": {"M": 8, "K": 8, "N": 8}, "bytes": 1, "time_us": 1}]}' > "$dir/gemm.json"
 expect_exit 2 "a run without norm cases" "$dir/gemm.json"
+# files that are no bench run, or whose fractions cannot be read: one line naming
+# the file and what is wrong, exit 2, never a traceback
+refuses_bad_runs norm_goals
+refuses_bad_runs norm_goals "$dir/c.json"
+printf '{"copy_bw_tbs": "4.0", "cases": []}' > "$dir/bw.json"
+expect_error 2 "copy_bw_tbs not a number" '^norm_goals: .*bw\.json: copy_bw_tbs is "4\.0", not a positive number$' "$dir/bw.json"
+printf '{"copy_bw_tbs": 4.0, "cases": [{"op": "rmsnorm_fwd", "impl": "ref", "shape": {"M": 8, "n": 8}, "time_us": 1}]}' > "$dir/nobytes.json"
+expect_error 2 "a case without bytes" '^norm_goals: .*nobytes\.json: case 1 \(rmsnorm_fwd\): bytes is missing, not a number$' \
+  "$dir/nobytes.json"
+printf '{"copy_bw_tbs": 4.0, "cases": {"rmsnorm_fwd": []}}' > "$dir/object.json"
+expect_error 2 "cases not a list" '^norm_goals: .*object\.json: cases is not a list$' "$dir/object.json"
 [ "$status" = 0 ] && echo "PASS: norm_goals.py reads the goal as expected"
 exit "$status"

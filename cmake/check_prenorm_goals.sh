@@ -6,7 +6,7 @@
 # 524288x1024x1024 at hidden 94.9 % (a miss), and 131072x1024x256, whose
 # summary case is absent (a miss, missing).  A non-summary case of a shape (the
 # fused kernel's own row) must not be read, nor a second summary of a shape.
-# Run b: every shape met.
+# Run b: every shape met.  Then files that are no bench run.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -55,4 +55,9 @@ expect_exit 0 "every shape met" "$dir/b.json"
 expect_exit 2 "a missing file" "$dir/missing.json"
 printf '{"copy_bw_tbs": 4.0, "cases": [{"op": "rmsnorm_fwd", "impl": "ref", "shape": {"M": 8, "n": 8}, "bytes": 1, "time_us": 1}]}' > "$dir/norm.json"
 expect_exit 2 "a run without pre-norm summaries" "$dir/norm.json"
+# files that are no bench run: one line naming the file and what is wrong, exit 2
+refuses_bad_runs prenorm_goals
+printf '{"cases": [{"op": "prenorm_fwd", "impl": "summary", "shape": {"M": 65536, "K": 256, "N": 256}, "t_fused_us": "98", "t_gemm_us": 100, "hidden_pct": 105}]}' > "$dir/text_time.json"
+expect_error 2 "a time not a number" '^prenorm_goals: .*text_time\.json: case 1 \(prenorm_fwd\): t_fused_us is "98", not a number$' \
+  "$dir/text_time.json"
 exit $status

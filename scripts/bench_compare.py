@@ -27,6 +27,9 @@ over its repetitions (the `normfuse bench` JSON's time_p10_us and
 time_p90_us; as fractions, the p90 time's fraction first), "-" where the
 run has none (written before 2d40f84): whether a case that reads apart in
 two runs moved as a whole or mixes two levels within each.
+
+Exit status: 0, or 2 on usage errors or a file that is no bench run (named
+on stderr with what is wrong: read_runs).
 """
 import argparse
 import json
@@ -49,28 +52,80 @@ def first_cases(run, keep, key):
     return found
 
 
-def load(path):
-    """(run, {(op, impl, shape): case}) of a bench JSON, by first_cases' rule."""
-    with open(path) as f:
-        run = json.load(f)
+def keyed_cases(run):
+    """{(op, impl, shape): case} of a bench run, by first_cases' rule."""
     def key(c):
         return c["op"], c["impl"], tuple(sorted(c["shape"].items()))
-    return run, first_cases(run, lambda c: True, key)
+    return first_cases(run, lambda c: True, key)
 
 
-def read_runs(tool, paths, required):
-    """The bench JSON of each of paths, each an object with a non-empty `required`
-    field; None, after naming the first file that is not (`tool: path: why` on
-    stderr), where one is unreadable or not such a run."""
+# The numbers a case of `normfuse bench --json` (or of torch_baseline.py) may
+# carry: each a number, or null (a case that failed has no time).
+CASE_NUMBERS = ("time_us", "time_p10_us", "time_p90_us", "bytes", "flops",
+                "t_fused_us", "t_gemm_us", "t_norm_us", "hidden_pct")
+
+
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def run_problem(run, required, case_fields):
+    """What makes a parsed JSON file no bench run the tools can read, or None.
+    A run is an object with each of `required` present and not empty, its
+    copy_bw_tbs (where given) a positive number, and its cases a list of
+    objects, each with a string op and impl, a shape of integers, each of
+    `case_fields` a number and its other numbers (CASE_NUMBERS) numbers or
+    null: what the tools index without asking."""
+    if not isinstance(run, dict):
+        return "not a JSON object (not a normfuse bench run?)"
+    for field in required:
+        if not run.get(field):
+            return "no %s (not a normfuse bench run?)" % field
+    bw = run.get("copy_bw_tbs")
+    if bw is not None and not (is_number(bw) and bw > 0):
+        return "copy_bw_tbs is %s, not a positive number" % json.dumps(bw)
+    cases = run.get("cases", [])
+    if not isinstance(cases, list):
+        return "cases is not a list"
+    for i, c in enumerate(cases, 1):
+        if not isinstance(c, dict):
+            return "case %d is not an object" % i
+        where = "case %d" % i + (" (%s)" % c["op"] if isinstance(c.get("op"), str) else "")
+        for field, kind, what in (("op", str, "a string"), ("impl", str, "a string"), ("shape", dict, "an object")):
+            if field not in c:
+                return "%s: no %s" % (where, field)
+            if not isinstance(c[field], kind):
+                return "%s: %s is not %s" % (where, field, what)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in c["shape"].values()):
+            return "%s: shape holds a value that is not an integer" % where
+        for field in case_fields:
+            if not is_number(c.get(field)):
+                return "%s: %s is %s, not a number" % (where, field,
+                                                       json.dumps(c[field]) if field in c else "missing")
+        for field in CASE_NUMBERS:
+            if c.get(field) is not None and not is_number(c[field]):
+                return "%s: %s is %s, not a number" % (where, field, json.dumps(c[field]))
+    return None
+
+
+def read_runs(tool, paths, required=("cases",), case_fields=()):
+    """The bench JSON of each of paths, each a run by run_problem's rule (each of
+    `required` present and not empty, each case with `case_fields`); None, after
+    naming the first file that is not and why (`tool: path: why`, one line on
+    stderr), where one is unreadable, not JSON or not such a run.  The one way
+    every tool here reads a bench run."""
     runs = []
     for path in paths:
         try:
             with open(path) as f:
                 run = json.load(f)
-            if not isinstance(run, dict) or not run.get(required):
-                raise ValueError("no %s (not a normfuse bench run?)" % required)
-        except (OSError, ValueError) as e:
-            print("%s: %s: %s" % (tool, path, e), file=sys.stderr)
+            why = run_problem(run, required, case_fields)
+        except OSError as e:
+            why = e.strerror or str(e)
+        except ValueError as e:  # json's decoding error, or bytes that are not UTF-8
+            why = "not JSON (%s)" % e
+        if why:
+            print("%s: %s: %s" % (tool, path, why), file=sys.stderr)
             return None
         runs.append(run)
     return runs
@@ -96,7 +151,12 @@ def main():
     args = ap.parse_args()
     if args.spread and args.rounds:
         ap.error("--spread reads each run alone; it does not combine with --rounds")
-    runs = [load(p) for p in args.runs]
+    # a fraction of copy bandwidth needs the run's copy_bw_tbs and each case's bytes
+    read = read_runs("bench_compare", args.runs, ("cases",) if args.time else ("cases", "copy_bw_tbs"),
+                     () if args.time else ("bytes",))
+    if read is None:
+        return 2
+    runs = [(run, keyed_cases(run)) for run in read]
     keys = [k for k in runs[0][1] if all(k in r[1] for r in runs[1:])]
     if args.impl:
         keys = [k for k in keys if k[1] == args.impl]
@@ -193,4 +253,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

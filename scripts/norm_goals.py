@@ -21,7 +21,8 @@ then one line per run: its count and its misses.
 --impl names the implementation (default ref; vendor reads cuDNN's rows
 against the same goal, for comparison).  Exit status: 0 when every point
 meets the goal in every run, 1 when one does not (or is missing), 2 on
-usage errors or a run without a single norm case of the impl.
+usage errors, a file that is no bench run (named on stderr with what is
+wrong), or a run without a single norm case of the impl.
 """
 import argparse
 import sys
@@ -110,7 +111,7 @@ def main():
     ap.add_argument("bench", nargs="+", help="`normfuse bench --json` files (several: the same kernels, run apart)")
     ap.add_argument("--impl", default="ref", help="the implementation read (default ref)")
     args = ap.parse_args()
-    runs = read_runs("norm_goals", args.bench, "copy_bw_tbs")
+    runs = read_runs("norm_goals", args.bench, ("copy_bw_tbs",), ("bytes",))
     if runs is None:
         return 2
     founds = []

@@ -17,7 +17,8 @@ row per shape with each run's fused/gemm and hidden% (a part missed marked
 shape a run lacks, or whose fused case failed, is a miss ('-').
 
 Exit status: 0 when every shape meets the goal in every run, 1 when one does
-not, 2 on usage errors or a run without a single pre-norm summary case.
+not, 2 on usage errors, a file that is no bench run (named on stderr with
+what is wrong), or a run without a single pre-norm summary case.
 """
 import argparse
 import sys
@@ -103,7 +104,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bench", nargs="+", help="`normfuse bench --json` files (several: the same kernels, run apart)")
     args = ap.parse_args()
-    runs = read_runs("prenorm_goals", args.bench, "cases")
+    runs = read_runs("prenorm_goals", args.bench)
     if runs is None:
         return 2
     judged_runs = []

@@ -3,6 +3,7 @@
 # are known.  Four row CTAs over 10 row groups (3, 3, 2, 2 each), all entering
 # at once: first group done 5 us later, 3 us per group after it, a 2 us column
 # write; four reducer CTAs, two of which recorded nothing (db not asked for).
+# Then --bench files that are no bench run, or hold no case of the trace.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -32,4 +33,15 @@ expect "$out" '^   reducer past PDL wait +min +13\.50  med +13\.50  max +13\.50$
 expect "$out" '^   span, first row CTA.s entry to the last end: 15\.00 us$' "the span"
 printf 'cta,sm,start_ns,end_ns\n0,1,2,3\n' > "$dir/old.csv"
 expect_exit 2 "a file that is no such trace" "$dir/old.csv"
+# a --bench file that is no bench run: one line naming it and what is wrong, exit 2
+refuses_bad_runs bwd_phases "$dir/trace.csv" --bench
+printf '{"copy_bw_tbs": 0.4, "cases": [{"op": "layernorm_bwd", "impl": "ref", "shape": {"M": 10, "n": 16384}, "time_us": 20.0}]}' \
+  > "$dir/nobytes.json"
+expect_error 2 "a bench case without bytes" '^bwd_phases: .*nobytes\.json: case 1 \(layernorm_bwd\): bytes is missing, not a number$' \
+  "$dir/trace.csv" --bench "$dir/nobytes.json"
+# a bench case whose shape names n but not M is not the trace's case: left out
+printf '{"cases": [{"op": "layernorm_bwd", "impl": "ref", "shape": {"n": 16384}, "time_us": 20.0, "bytes": 1}]}' > "$dir/nom.json"
+run_script "$dir/trace.csv" --bench "$dir/nom.json"
+expect_rc 0 "a bench case without M"
+if printf '%s\n' "$out" | grep -q 'bench (untraced)'; then echo "FAIL: a bench case without M was read"; status=1; fi
 exit $status

@@ -4,7 +4,8 @@
 # eager and compiled) and a bench whose fused cases cover that one (its ref
 # case, its GEMM case and a fused case that failed are to be ignored).  Checks
 # the ratio table, the summary lines, and that a bench matching nothing, or
-# --join without --against, is an error.
+# --join without --against, is an error; so are files that are no bench run,
+# and a case whose shape lacks a dimension is joined with nothing.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -38,4 +39,19 @@ fi
 if "$py" "$script" --join torch.json > /dev/null 2>&1; then
   echo "FAIL: --join without --against was accepted"; status=1
 fi
+# files that are no bench run, as --against or as --join: one line naming the
+# file and what is wrong, exit 2, never a traceback
+refuses_bad_runs torch_baseline --join torch.json --against
+refuses_bad_runs torch_baseline --against bench.json --join
+sed 's/, "time_us": 75.0//' torch.json > untimed.json
+expect_error 2 "a torch case without a time" '^torch_baseline: untimed\.json: case 2 \(prenorm_fwd\): time_us is missing, not a number$' \
+  --join untimed.json --against bench.json
+# a case whose shape lacks N, in either file, is joined with nothing
+sed 's/"K": 256, "N": 512}, "time_us": 50.0/"K": 256}, "time_us": 50.0/' bench.json > no_n.json
+expect_error 1 "a fused case without N" '^no fused pre-norm case of no_n\.json matches a torch case$' \
+  --join torch.json --against no_n.json
+sed 's/"K": 256, "N": 512}, "time_us": 300.0/"K": 256}, "time_us": 300.0/' torch.json > torch_no_n.json
+run_script --join torch_no_n.json --against bench.json
+expect "$out" '^torch_compile: 1\.50-1\.50x' "a torch case without N left out"
+if printf '%s\n' "$out" | grep -q '^torch_eager:'; then echo "FAIL: a torch case without N was joined"; status=1; fi
 exit $status

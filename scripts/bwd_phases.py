@@ -15,15 +15,15 @@ the sums asked for: RMSNorm's db CTAs) are left out.  --bench: a
 time for the case is printed beside it (a traced launch's own time
 includes reading the records back).
 
-Exit status: 0, or 2 on a file that is not such a trace.
+Exit status: 0, or 2 on a file that is not such a trace, or a --bench file
+that is no bench run (read_runs).
 """
 import argparse
 import gzip
-import json
 import statistics
 import sys
 
-from bench_compare import copy_fraction, first_cases
+from bench_compare import copy_fraction, first_cases, read_runs
 
 
 def spread(values):
@@ -66,10 +66,9 @@ def read_trace(path):
     return head, rows, sums
 
 
-def bench_times(path):
-    with open(path) as f:
-        run = json.load(f)
-    cases = first_cases(run, lambda c: c.get("impl") == "ref" and "n" in c.get("shape", {}) and c.get("time_us"),
+def bench_times(run):
+    """{(op, M, n): (time, fraction of copy bandwidth or None)} of a bench run's timed ref cases."""
+    cases = first_cases(run, lambda c: c["impl"] == "ref" and {"M", "n"} <= c["shape"].keys() and c.get("time_us"),
                         lambda c: (c["op"], c["shape"]["M"], c["shape"]["n"]))
     return {k: (c["time_us"], copy_fraction(run, c) if run.get("copy_bw_tbs") else None) for k, c in cases.items()}
 
@@ -113,11 +112,12 @@ def main():
     ap.add_argument("traces", nargs="+", help="CSV files a NF_TRACE_PHASES build wrote (NF_TRACE)")
     ap.add_argument("--bench", help="a `normfuse bench --json` run of the same build, untraced")
     args = ap.parse_args()
-    try:
-        times = bench_times(args.bench) if args.bench else {}
-    except (OSError, ValueError) as e:
-        print("bwd_phases: %s: %s" % (args.bench, e), file=sys.stderr)
-        return 2
+    times = {}
+    if args.bench:
+        bench = read_runs("bwd_phases", [args.bench], case_fields=("bytes",))
+        if bench is None:
+            return 2
+        times = bench_times(bench[0])
     for path in args.traces:
         try:
             head, rows, sums = read_trace(path)

@@ -17,6 +17,10 @@ run): each torch case then carries the fused kernel's time for its shape
 ("fused_us") and torch's time over it ("fused_speedup"), and a table of the
 ratios is printed last.  --join does only that, for a torch JSON written
 earlier (printed, not rewritten; no GPU or PyTorch needed).
+
+Exit status: 0; 1 when --against matches no torch case; 2 on usage errors or
+a file (--against, --join) that is no bench run, named on stderr with what is
+wrong (bench_compare.read_runs).
 """
 import argparse
 import datetime
@@ -24,7 +28,7 @@ import json
 import statistics
 import sys
 
-from bench_compare import first_cases
+from bench_compare import first_cases, read_runs
 
 try:
     import torch
@@ -58,12 +62,16 @@ def time_us(fn, reps, flush, flush_read):
     return statistics.median(times)
 
 
-def fused_times(path):
-    """{(M, K, N): t_fused_us} of the pre-norm fused cases of a bench JSON, and the run's header."""
-    with open(path) as f:
-        run = json.load(f)
+def mkn(c):
+    """A pre-norm case's shape (M, K, N), or None where its shape lacks one."""
+    s = c["shape"]
+    return (s["M"], s["K"], s["N"]) if all(d in s for d in "MKN") else None
+
+
+def fused_times(run):
+    """{(M, K, N): t_fused_us} of the pre-norm fused cases of a bench run, and the run's header."""
     cases = first_cases(run, lambda c: c["op"] == "prenorm_fwd" and c["impl"] == "fused" and
-                        c.get("time_us") is not None, lambda c: (c["shape"]["M"], c["shape"]["K"], c["shape"]["N"]))
+                        c.get("time_us") is not None and mkn(c), mkn)
     return {k: c["time_us"] for k, c in cases.items()}, {k: run.get(k) for k in ("gpu", "date", "command")}
 
 
@@ -81,11 +89,17 @@ def main():
     args = p.parse_args()
     if args.join and not args.against:
         p.error("--join needs --against")
-    fused, against = fused_times(args.against) if args.against else ({}, None)
+    fused, against = {}, None
+    if args.against:  # read before timing: a wrong file is refused at once
+        bench = read_runs("torch_baseline", [args.against], ())
+        if bench is None:
+            return 2
+        fused, against = fused_times(bench[0])
     if args.join:
-        with open(args.join) as f:
-            joined = join(json.load(f)["cases"], fused)
-        return report_join(joined, args.against, against)
+        earlier = read_runs("torch_baseline", [args.join], case_fields=("time_us",))
+        if earlier is None:
+            return 2
+        return report_join(join(earlier[0]["cases"], fused), args.against, against)
     if torch is None:
         p.error("timing needs PyTorch (import torch failed)")
     torch.manual_seed(args.seed)
@@ -123,8 +137,7 @@ def join(cases, fused):
     torch cases whose shape the bench timed; the joined cases."""
     joined = []
     for c in cases:
-        s = c["shape"]
-        key = (s["M"], s["K"], s["N"])
+        key = mkn(c)
         if c["op"] == "prenorm_fwd" and c["impl"].startswith("torch") and key in fused:
             c["fused_us"] = fused[key]
             c["fused_speedup"] = round(c["time_us"] / fused[key], 3)

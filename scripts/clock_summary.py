@@ -9,7 +9,11 @@ clock's spread over the busy samples (not idle), the power drawn, and how
 often the driver held the clock down, by reason (NVML's clock event
 reasons): a timing taken while the clock sat lower is slower for it, and
 cases timed one after the other need not have seen the same clock.
+
+Exit status: 0, or 2 on usage errors or a file that cannot be read as text
+(named on stderr with why).
 """
+import argparse
 import statistics
 import sys
 
@@ -23,11 +27,10 @@ REASONS = {  # NVML clock event reason bits
 IDLE = 0x1
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: clock_summary.py CLOCKS.csv")
+def read_samples(path):
+    """(SM clock, power, temperature, reasons mask) of each sample line of a clock log."""
     rows = []
-    with open(sys.argv[1]) as f:
+    with open(path) as f:
         for line in f:
             cells = [c.strip() for c in line.split(",")]
             if len(cells) < 6 or line.startswith("#"):
@@ -38,10 +41,25 @@ def main():
             except ValueError:
                 continue  # a header or a field nvidia-smi could not read
             rows.append((sm, power, temp, mask))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("clocks", metavar="CLOCKS.csv", help="the log gpu_env.sh's clock_log_start wrote")
+    args = ap.parse_args()
+    try:
+        rows = read_samples(args.clocks)
+    except OSError as e:
+        print("clock_summary: %s: %s" % (args.clocks, e.strerror or e), file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as e:
+        print("clock_summary: %s: not text (%s)" % (args.clocks, e), file=sys.stderr)
+        return 2
     busy = [r for r in rows if not r[3] & IDLE]
     if not busy:
         print(f"{len(rows)} samples, none busy")
-        return
+        return 0
     sms = sorted(r[0] for r in busy)
     q = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]
     print(f"{len(busy)} busy samples of {len(rows)} (100 ms apart)")
@@ -54,7 +72,8 @@ def main():
         n = sum(1 for r in busy if r[3] & bit)
         if n:
             print(f"clock held down by {name}: {n} samples ({100.0 * n / len(busy):.0f} %)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -33,6 +33,14 @@ expect "$out" '^   reducer past PDL wait +min +13\.50  med +13\.50  max +13\.50$
 expect "$out" '^   span, first row CTA.s entry to the last end: 15\.00 us$' "the span"
 printf 'cta,sm,start_ns,end_ns\n0,1,2,3\n' > "$dir/old.csv"
 expect_exit 2 "a file that is no such trace" "$dir/old.csv"
+# traces cut short or with a header field that is no number: named, exit 2
+head -2 "$dir/trace.csv" > "$dir/short.csv"
+printf 'row,4,104\n' >> "$dir/short.csv"
+expect_error 2 "a record short of fields" '^bwd_phases: .*short\.csv: a row line short of fields: row,4,104$' "$dir/short.csv"
+sed '1s/M=10/M=ten/' "$dir/trace.csv" > "$dir/header.csv"
+expect_error 2 "a header's M not a number" "^bwd_phases: .*header\\.csv: the header's M, ten, is not an integer\$" "$dir/header.csv"
+gzip -c "$dir/trace.csv" | head -c 40 > "$dir/cut.csv.gz"
+expect_error 2 "a gzip file cut short" '^bwd_phases: .*cut\.csv\.gz: a gzip file cut short$' "$dir/cut.csv.gz"
 # a --bench file that is no bench run: one line naming it and what is wrong, exit 2
 refuses_bad_runs bwd_phases "$dir/trace.csv" --bench
 printf '{"copy_bw_tbs": 0.4, "cases": [{"op": "layernorm_bwd", "impl": "ref", "shape": {"M": 10, "n": 16384}, "time_us": 20.0}]}' \

@@ -7,6 +7,7 @@
 # for the last 10 us.  The first round is CTAs 0 and 1 (entered before the first
 # stores, at 10 us), and from its end to SM 9's last store (10 to 20 us) CTAs 2
 # and 3 store: 0.2 rows/us.  A second trace is the same with CTA 4 2 us slower.
+# Then files that are no such trace, each named with what is wrong.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -48,4 +49,10 @@ run_script "$dir/a.csv" "$dir/b.csv"
 expect "$out" 'b\.csv +32\.00 +12\.00 +10\.00 +6\.00 +10\.00 +0\.20$' "several traces side by side"
 printf 'kernel,cta,sm,t0,t1,t2,t3,groups,op=layernorm_bwd,grid=1,cluster=1,cta_threads=512,M=1,n=8\n' > "$dir/bwd.csv"
 expect_exit 2 "a backward trace" "$dir/bwd.csv"
+# a header field that is no number, a gzip file cut short: named, exit 2
+sed '1s/rows_per_cta=1/rows_per_cta=one/' "$dir/a.csv" > "$dir/header.csv"
+expect_error 2 "a header's rows_per_cta not a number" \
+  "^fwd_trace: .*header\\.csv: the header's rows_per_cta, one, is not an integer\$" "$dir/header.csv"
+head -c 40 "$dir/a.csv.gz" > "$dir/cut.csv.gz"
+expect_error 2 "a gzip file cut short" '^fwd_trace: .*cut\.csv\.gz: a gzip file cut short$' "$dir/cut.csv.gz"
 exit $status

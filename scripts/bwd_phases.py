@@ -33,26 +33,33 @@ def spread(values):
 
 def trace_lines(path, columns, keys, what):
     """(header fields, record lines) of a trace CSV (gzipped where its name ends in .gz)
-    whose header line starts with `columns` and names each of `keys` (key=value);
-    ValueError naming `what` else."""
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        lines = [line.rstrip("\n") for line in f if line.strip()]
+    whose header line starts with `columns` and names the op and each of `keys`
+    as an integer (key=value); ValueError naming `what` or the field else."""
+    try:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+    except EOFError:
+        raise ValueError("a gzip file cut short") from None
     if not lines or not lines[0].startswith(columns):
         raise ValueError("not a %s (no header line)" % what)
     head = dict(kv.split("=", 1) for kv in lines[0].split(",") if "=" in kv)
-    for key in keys:
+    for key in ("op",) + keys:
         if key not in head:
             raise ValueError("the header names no %s" % key)
+        if key != "op" and not head[key].isdigit():
+            raise ValueError("the header's %s, %s, is not an integer" % (key, head[key]))
     return head, lines[1:]
 
 
 def read_trace(path):
     """(header fields, row records, reducer records); records as lists of ints, unrecorded ones dropped."""
-    head, lines = trace_lines(path, "kernel,cta,sm,", ("op", "grid", "cluster", "cta_threads", "M", "n"),
+    head, lines = trace_lines(path, "kernel,cta,sm,", ("grid", "cluster", "cta_threads", "M", "n"),
                               "norm backward trace")
     rows, sums = [], []
     for line in lines:
         fields = line.split(",")
+        if len(fields) < {"row": 8, "sum": 6}.get(fields[0], 0):
+            raise ValueError("a %s line short of fields: %s" % (fields[0], line[:60]))
         if fields[0] == "row":  # row,cta,sm,t0,t1,t2,t3,groups
             rec = [int(x) for x in fields[1:8]]
             if rec[2] and rec[5]:

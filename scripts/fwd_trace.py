@@ -35,7 +35,7 @@ from bwd_phases import spread, trace_lines
 
 def read_trace(path):
     """(header fields, records [cta, sm, t0, t1, t2] in ns); CTAs that recorded nothing dropped."""
-    head, lines = trace_lines(path, "kernel,cta,sm,t0,t1,t2,", ("op", "grid", "cta_threads", "rows_per_cta", "M", "n"),
+    head, lines = trace_lines(path, "kernel,cta,sm,t0,t1,t2,", ("grid", "cta_threads", "rows_per_cta", "M", "n"),
                               "norm forward trace")
     recs = []
     for line in lines:

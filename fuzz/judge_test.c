@@ -301,3 +301,21 @@ Test(judge_own, a_y_that_does_not_follow_from_its_own_statistics_fails)
                 (long long)within);
     nf_case_free(&d);
 }
+
+/* A case too large to hold on the host fails to prepare, naming the tensor,
+ * before anything is drawn: M x n elements whose byte count wraps around
+ * 64 bits used to allocate a small buffer and draw the inputs past it. */
+Test(judge_prepare, a_case_too_large_to_hold_is_an_error_not_a_wrapped_buffer)
+{
+    const int64_t Ms[] = {(int64_t)1 << 62, INT64_MAX};
+    for (size_t k = 0; k < sizeof Ms / sizeof Ms[0]; ++k) {
+        const nf_case c = {.op = NF_OP_NORM_FWD, .kind = NF_NORM_RMS, .M = Ms[k], .N = 8, .dist = NF_IN_NORMAL,
+                           .seed = test_seed()};
+        nf_case_data d;
+        nf_case_result r = {0};
+        cr_assert_eq(nf_case_prepare(&c, 0, &d, &r), -1, "M = %lld prepared", (long long)Ms[k]);
+        cr_assert_eq(r.verdict, NF_V_ERROR);
+        cr_assert(strstr(r.message, "host allocation for x") != NULL, "message: %s", r.message);
+        nf_case_free(&d);
+    }
+}

@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -126,6 +127,16 @@ int nf_case_layout(const nf_case *c, int tma_layout, nf_case_data *d, char *err,
     return m->layout(d, err, errlen) != 0 ? -1 : 0;
 }
 
+/* calloc of rows x cols elements of esz bytes; NULL when that many bytes do
+ * not fit a size_t (a --shape of M = 2^62 rows, say), rather than a product
+ * that wraps to a small buffer the inputs are then drawn past. */
+static void *calloc_matrix(int64_t rows, int64_t cols, size_t esz)
+{
+    if (rows < 0 || cols < 0 || (cols > 0 && (uint64_t)rows > SIZE_MAX / esz / (uint64_t)cols))
+        return NULL;
+    return calloc((size_t)rows * (size_t)cols, esz);
+}
+
 int nf_case_prepare(const nf_case *c, int tma_layout, nf_case_data *d, nf_case_result *r)
 {
     char err[256] = "";
@@ -139,11 +150,11 @@ int nf_case_prepare(const nf_case *c, int tma_layout, nf_case_data *d, nf_case_r
         nf_tensor *t = &d->t[i];
         if (t->rows == 0)
             continue;
-        t->host = calloc((size_t)(t->rows * t->ld), nf_ttype_size(t->type));
+        t->host = calloc_matrix(t->rows, t->ld, nf_ttype_size(t->type));
         if (t->is_output) {
-            t->want = calloc((size_t)(t->rows * t->cols), sizeof(double));
-            t->allowed = calloc((size_t)(t->rows * t->cols), sizeof(double));
-            t->zero_rows = calloc((size_t)t->rows, 1);
+            t->want = calloc_matrix(t->rows, t->cols, sizeof(double));
+            t->allowed = calloc_matrix(t->rows, t->cols, sizeof(double));
+            t->zero_rows = calloc_matrix(t->rows, 1, 1);
         }
         if (!t->host || (t->is_output && (!t->want || !t->allowed || !t->zero_rows))) {
             set_msg(r, "host allocation for %s (%lld x %lld) failed", t->name, (long long)t->rows,

@@ -1,7 +1,8 @@
 /*
  * npy_reader_test.c — the .npy reader on files built byte by byte: v1 and
  * v2 headers, '<f4' and '<u2', C order; refusals for Fortran order,
- * big-endian, other dtypes, truncation; float32 -> bf16 change counting.
+ * big-endian, other dtypes, truncation, a key's text inside a value;
+ * float32 -> bf16 change counting.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -98,6 +99,9 @@ Test(npy_reader, refuses_what_it_cannot_read)
         "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
         "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }", /* needs 24 bytes, 16 present */
         "{'descr': '<f4', 'fortran_order': False, }",
+        /* the keys' text inside a value is not the key: '>f4' is the dtype */
+        "{'note': \"'descr': '<f4'\", 'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }",
+        "{'note': \"'shape': (2, 2), 'fortran_order': False\", 'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         const size_t n = build(buf, 1, bad[i], vals, sizeof vals);

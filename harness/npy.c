@@ -23,23 +23,41 @@ enum { PREAMBLE_V1 = 10, PREAMBLE_V2 = 12 };
         return -1;                             \
     } while (0)
 
-/* The value text after 'key': in the header dict, or NULL. */
+/* The value text after 'key': in the header dict, or NULL.  Only a key of
+ * the dict itself counts (a quoted string right after its '{' or one of its
+ * top-level commas), not the same text inside a value, such as a string
+ * or a nested tuple that happens to hold 'descr'. */
 static const char *dict_value(const char *hdr, const char *key)
 {
-    char pat[32];
-    snprintf(pat, sizeof pat, "'%s'", key);
-    const char *p = strstr(hdr, pat);
-    if (!p)
-        return NULL;
-    p += strlen(pat);
-    while (isspace((unsigned char)*p))
-        ++p;
-    if (*p != ':')
-        return NULL;
-    ++p;
-    while (isspace((unsigned char)*p))
-        ++p;
-    return p;
+    const size_t klen = strlen(key);
+    int depth = 0, at_key = 0; /* depth 1: the dict's own level */
+    for (const char *p = hdr; *p; ++p) {
+        if (*p == '\'' || *p == '"') {
+            const char *e = strchr(p + 1, *p);
+            if (!e)
+                return NULL;
+            if (depth == 1 && at_key && (size_t)(e - p - 1) == klen && !strncmp(p + 1, key, klen)) {
+                p = e + 1;
+                while (isspace((unsigned char)*p))
+                    ++p;
+                if (*p != ':')
+                    return NULL;
+                ++p;
+                while (isspace((unsigned char)*p))
+                    ++p;
+                return p;
+            }
+            at_key = 0;
+            p = e;
+        } else if (*p == '{' || *p == '(' || *p == '[') {
+            at_key = ++depth == 1;
+        } else if (*p == '}' || *p == ')' || *p == ']') {
+            --depth;
+        } else if (*p == ',' && depth == 1) {
+            at_key = 1;
+        }
+    }
+    return NULL;
 }
 
 static int parse_header(const char *hdr, nf_npy *out, char *err, size_t errlen)

@@ -127,8 +127,12 @@ int nf_cmd_check(int argc, char **argv)
     int nin = 0, device = 0, repeat = 1, rc = 2;
     nf_run_opts ro = {0};
     char err[256];
+    const char *given[16]; /* the case settings given, by name (nf_case_unused) */
+    size_t ngiven = 0;
     for (int ch, li = 0; (ch = getopt_long(argc, argv, "", opts, &li)) != -1;) {
         const char *opt = nf_long_opt(opts, li, ch);
+        if (strchr("kgbcRaCK", ch) && ngiven < sizeof given / sizeof given[0])
+            given[ngiven++] = opts[li].name;
         double eps;
         int k;
         switch (ch) {
@@ -214,6 +218,26 @@ int nf_cmd_check(int argc, char **argv)
     }
     if (shape && nf_case_apply_shape(&c, shape))
         goto bad;
+    /* A setting that asks for what the op does not do is a mistake to name,
+     * not a no-op (at its neutral value it is fine: repro lines print all). */
+    for (size_t k = 0; k < ngiven; ++k) {
+        const char *why = nf_case_unused(&c, given[k]);
+        if (why) {
+            fprintf(stderr, "normfuse check: --%s: %s does not take it: %s\n", given[k], nf_op_name(c.op), why);
+            goto bad;
+        }
+    }
+    for (const char *item = shape; item && *item;) { /* the keys apply_shape took: known, short */
+        const size_t len = strcspn(item, ","), klen = strcspn(item, "=,");
+        char key[8];
+        snprintf(key, sizeof key, "%.*s", (int)klen, item);
+        const char *why = klen ? nf_case_unused(&c, key) : NULL;
+        if (why) {
+            fprintf(stderr, "normfuse check: --shape: %s is not a dimension of %s: %s\n", key, nf_op_name(c.op), why);
+            goto bad;
+        }
+        item += len + (item[len] == ',');
+    }
     const nf_entry *named = impl ? nf_registry_find(impl) : NULL;
     if (impl && (!named || named->op != c.op)) { /* before any device work: a typo is not a skip */
         fprintf(stderr, "normfuse check: --impl: '%s' is not an entry of op %s; its entries:", impl,

@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "fuzz.h"
+#include "props.h"
 
 #define DEFAULT_SEED 20240601ull
 enum { NCASES = 2000 };
@@ -312,4 +313,75 @@ Test(case_shape, a_long_spec_is_read_to_its_end)
     cr_assert(c.M == 3 && c.N == 11, "M=%lld N=%lld", (long long)c.M, (long long)c.N);
     strcat(spec, ",Q=1");
     cr_assert_neq(nf_case_apply_shape(&c, spec), 0, "an unknown key past 255 characters accepted");
+}
+
+/* The `check` repro line of a drawn case (nf_check_repro) is one `check`
+ * takes: settings the op does not read are printed neutral (nf_case_unused
+ * refuses none of them, the shape reads back whole), and the case it names
+ * is the drawn one: the same inputs, bit for bit, and --eps only where the
+ * case set one.  An attention case without separate K/V used to print Sk=0,
+ * which --shape refused, and every line printed the default eps, which for
+ * attention set its RMSNorm's eps to LayerNorm's. */
+static const char *const settings[] = {"kind", "g", "b", "bias", "residual", "act", "causal", "separate-kv"};
+
+Test(fuzz_repro, check_repro_lines_name_a_case_check_takes)
+{
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, test_seed());
+    for (int64_t i = 0; i < NCASES; ++i) {
+        nf_case c;
+        nf_fuzz_case(&cfg, i, &c);
+        nf_case u = c;
+        nf_case_settings_used(&u);
+        for (size_t k = 0; k < sizeof settings / sizeof settings[0]; ++k)
+            cr_assert_null(nf_case_unused(&u, settings[k]), "case %lld (%s): --%s still refused: %s", (long long)i,
+                           nf_op_name(c.op), settings[k], nf_case_unused(&u, settings[k]));
+        char shape[160];
+        nf_case_shape_str(&u, shape, sizeof shape);
+        nf_case back = u;
+        back.M = back.K = back.N = 0, back.B = back.H = back.D = back.Sq = back.Sk = 0;
+        cr_assert_eq(nf_case_apply_shape(&back, shape), 0, "case %lld: --shape %s refused", (long long)i, shape);
+        cr_assert(memcmp(&back, &u, sizeof back) == 0, "case %lld: --shape %s reads back another case", (long long)i,
+                  shape);
+        for (const char *item = shape; *item;) {
+            const size_t len = strcspn(item, ","), klen = strcspn(item, "=");
+            char key[8];
+            snprintf(key, sizeof key, "%.*s", (int)klen, item);
+            cr_assert_null(nf_case_unused(&u, key), "case %lld: --shape key %s refused", (long long)i, key);
+            item += len + (item[len] == ',');
+        }
+        char line[1024];
+        const nf_entry *e = nf_registry_get(0);
+        nf_check_repro(line, sizeof line, e, &c);
+        cr_assert(strstr(line, shape) != NULL, "case %lld: the repro's shape is not %s: %s", (long long)i, shape,
+                  line);
+        cr_assert_eq(strstr(line, "--eps") != NULL, c.eps != 0.0f, "case %lld: --eps printed for eps %g: %s",
+                     (long long)i, (double)c.eps, line);
+    }
+    /* the neutral settings leave the case's inputs as drawn */
+    cfg.max_elems = 1 << 14;
+    for (int64_t i = 0; i < 60; ++i) {
+        nf_case c;
+        nf_fuzz_case(&cfg, i, &c);
+        nf_case u = c;
+        nf_case_settings_used(&u);
+        nf_case_data d1, d2;
+        nf_case_result r = {0};
+        cr_assert_eq(nf_case_prepare(&c, 0, &d1, &r), 0, "prepare case %lld: %s", (long long)i, r.message);
+        cr_assert_eq(nf_case_prepare(&u, 0, &d2, &r), 0, "prepare case %lld: %s", (long long)i, r.message);
+        cr_assert_eq(d1.nt, d2.nt);
+        for (int t = 0; t < d1.nt; ++t) {
+            cr_assert(d1.t[t].rows == d2.t[t].rows && d1.t[t].cols == d2.t[t].cols, "case %lld: %s is laid out anew",
+                      (long long)i, d1.t[t].name);
+            if (d1.t[t].is_output || d1.t[t].rows == 0 || d1.t[t].device_only)
+                continue;
+            const size_t bytes = (size_t)(d1.t[t].rows * d1.t[t].ld) * nf_ttype_size(d1.t[t].type);
+            cr_assert(memcmp(d1.t[t].host, d2.t[t].host, bytes) == 0, "case %lld (%s): input %s differs",
+                      (long long)i, nf_op_name(c.op), d1.t[t].name);
+        }
+        if (c.op != NF_OP_ATTENTION_FWD && c.op != NF_OP_ATTENTION_BWD) /* attention's defaults ignore kind */
+            cr_assert_float_eq(nf_case_eps(&c), nf_case_eps(&u), 0.0f, "case %lld: eps differs", (long long)i);
+        nf_case_free(&d1);
+        nf_case_free(&d2);
+    }
 }

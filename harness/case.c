@@ -77,12 +77,14 @@ void nf_case_shape_str(const nf_case *c, char *buf, size_t len)
         snprintf(buf, len, "M=%lld,N=%lld", (long long)c->M, (long long)c->N);
 }
 
-/* The dims --shape sets: key, field, and whether the field is 64-bit. */
-typedef struct shape_key { const char *key; size_t off; int wide; } shape_key;
+/* The dims --shape sets: key, field, whether the field is 64-bit, and the
+ * least value (Sk = 0: the keys are the queries, as nf_case_shape_str
+ * prints an attention case without separate K/V). */
+typedef struct shape_key { const char *key; size_t off; int wide; long long lo; } shape_key;
 static const shape_key shape_keys[] = {
-    {"M", offsetof(nf_case, M), 1},   {"K", offsetof(nf_case, K), 1},   {"N", offsetof(nf_case, N), 1},
-    {"n", offsetof(nf_case, N), 1},   {"B", offsetof(nf_case, B), 0},   {"H", offsetof(nf_case, H), 0},
-    {"D", offsetof(nf_case, D), 0},   {"Sq", offsetof(nf_case, Sq), 0}, {"Sk", offsetof(nf_case, Sk), 0},
+    {"M", offsetof(nf_case, M), 1, 1},   {"K", offsetof(nf_case, K), 1, 1},   {"N", offsetof(nf_case, N), 1, 1},
+    {"n", offsetof(nf_case, N), 1, 1},   {"B", offsetof(nf_case, B), 0, 1},   {"H", offsetof(nf_case, H), 0, 1},
+    {"D", offsetof(nf_case, D), 0, 1},   {"Sq", offsetof(nf_case, Sq), 0, 1}, {"Sk", offsetof(nf_case, Sk), 0, 0},
 };
 
 int nf_case_apply_shape(nf_case *c, const char *spec)
@@ -113,12 +115,12 @@ int nf_case_apply_shape(nf_case *c, const char *spec)
         errno = 0;
         const long long v = vlen > 0 && eq[1] >= '0' && eq[1] <= '9' ? strtoll(eq + 1, &end, 10) : 0;
         const long long hi = k->wide ? INT64_MAX : INT32_MAX;
-        if (end != eq + 1 + vlen || (v < 1 && errno != ERANGE)) {
-            fprintf(stderr, "shape: %.*s is not a positive integer\n", len, tok);
+        if (end != eq + 1 + vlen || (v < k->lo && errno != ERANGE)) {
+            fprintf(stderr, "shape: %.*s is not a%s integer\n", len, tok, k->lo ? " positive" : " non-negative");
             return -1;
         }
         if (errno == ERANGE || v > hi) {
-            fprintf(stderr, "shape: %.*s is out of range (1..%lld)\n", len, tok, hi);
+            fprintf(stderr, "shape: %.*s is out of range (%lld..%lld)\n", len, tok, k->lo, hi);
             return -1;
         }
         if (k->wide)
@@ -148,4 +150,67 @@ void nf_case_describe(const nf_case *c, char *buf, size_t len)
     else
         snprintf(buf, len, "kind=%s g=%d b=%d dist=%s pad=%d eps=%g", kind, c->has_g, c->has_b,
                  nf_dist_name(c->dist), c->ld_pad, (double)nf_case_eps(c));
+}
+
+const char *nf_case_unused(const nf_case *c, const char *setting)
+{
+    static const char *const norm_keys[] = {"M", "N", "n", NULL}, *const gemm_keys[] = {"M", "K", "N", NULL},
+                             *const attention_keys[] = {"B", "H", "D", "Sq", "Sk", NULL};
+    const int attention = is_attention(c->op), prenorm = c->op == NF_OP_PRENORM_FWD || c->op == NF_OP_PRENORM_BWD;
+    const int postnorm = is_gemm(c->op) && !prenorm, layer = !attention && !prenorm && c->kind == NF_NORM_LAYER;
+    const char *const *keys = attention ? attention_keys : is_gemm(c->op) ? gemm_keys : norm_keys;
+    for (int k = 0; keys[k]; ++k)
+        if (!strcmp(setting, keys[k]))
+            return attention && !strcmp(setting, "Sk") && !c->separate_kv && c->Sk != 0
+                       ? "the keys are the queries' tokens unless --separate-kv 1 (Sk=0 says so)"
+                       : NULL;
+    static const char *const any_keys[] = {"M", "K", "N", "n", "B", "H", "D", "Sq", "Sk"};
+    for (size_t k = 0; k < sizeof any_keys / sizeof any_keys[0]; ++k)
+        if (!strcmp(setting, any_keys[k]))
+            return attention ? "attention's dimensions are B, H, D, Sq and Sk"
+                   : is_gemm(c->op) ? "the GEMM ops' dimensions are M, K and N"
+                                    : "the norms' dimensions are M and N (or n)";
+    if (!strcmp(setting, "g"))
+        return NULL;
+    if (!strcmp(setting, "kind"))
+        return c->kind != NF_NORM_LAYER ? NULL
+               : attention ? "attention's norms are fixed (LayerNorm before, RMSNorm after)"
+               : prenorm   ? "the pre-norm GEMM is RMSNorm only"
+                           : NULL;
+    if (!strcmp(setting, "b"))
+        return !c->has_b || attention || layer ? NULL
+               : prenorm ? "the pre-norm GEMM is RMSNorm only, which has no b"
+                         : "RMSNorm has no b (--kind ln has)";
+    if (!strcmp(setting, "bias"))
+        return !c->has_bias || postnorm ? NULL : "only the post-norm GEMM adds a bias c";
+    if (!strcmp(setting, "residual"))
+        return !c->has_residual || postnorm || attention ? NULL
+                                                         : "only the post-norm GEMM and attention add a residual";
+    if (!strcmp(setting, "act"))
+        return c->act == NF_ACT_SOFTMAX || attention ? NULL : "only attention has an activation";
+    if (!strcmp(setting, "causal"))
+        return !c->causal || attention ? NULL : "only attention has a causal mask";
+    if (!strcmp(setting, "separate-kv"))
+        return !c->separate_kv || attention ? NULL : "only attention has keys";
+    return "not a setting of any op";
+}
+
+void nf_case_settings_used(nf_case *c)
+{
+    if (nf_case_unused(c, "kind"))
+        c->kind = NF_NORM_RMS;
+    if (nf_case_unused(c, "b"))
+        c->has_b = 0;
+    if (nf_case_unused(c, "bias"))
+        c->has_bias = 0;
+    if (nf_case_unused(c, "residual"))
+        c->has_residual = 0;
+    if (nf_case_unused(c, "act"))
+        c->act = NF_ACT_SOFTMAX;
+    if (nf_case_unused(c, "causal"))
+        c->causal = 0;
+    if (nf_case_unused(c, "separate-kv"))
+        c->separate_kv = 0;
+    if (nf_case_unused(c, "Sk"))
+        c->Sk = 0;
 }

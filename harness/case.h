@@ -94,13 +94,24 @@ int32_t nf_case_max_keys(const nf_case *c);
 
 /* The shape as "key=value,..." (only the op's keys), e.g. "M=5,K=64,N=8";
  * nf_case_apply_shape parses the same form, of any length, and overrides
- * those dims: M, K, N in 1..INT64_MAX, B, H, D, Sq, Sk in 1..INT32_MAX (their
- * fields' ranges).  Returns 0, or -1 naming the bad key=value and, for a
+ * those dims: M, K, N in 1..INT64_MAX, B, H, D, Sq in 1..INT32_MAX, Sk in
+ * 0..INT32_MAX (their fields' ranges; Sk = 0: no separate key length).  Returns 0, or -1 naming the bad key=value and, for a
  * value out of range, the range, on stderr. */
 void nf_case_shape_str(const nf_case *c, char *buf, size_t len);
 int nf_case_apply_shape(nf_case *c, const char *spec);
 /* Everything else about a case, e.g. "kind=rms g=1 b=0 dist=normal pad=0". */
 void nf_case_describe(const nf_case *c, char *buf, size_t len);
+/* Why case c asks, through a setting, for what its op does not do, or NULL:
+ * a shape key its op has none of ("K" for a norm; "Sk" non-zero without
+ * separate K/V), or a switch of nf_case_describe's set on where the op has
+ * no such thing ("kind" ln for the pre-norm GEMM, "b" 1 for RMSNorm, "bias",
+ * "residual", "act" other than softmax, "causal", "separate-kv"), e.g. "the
+ * pre-norm GEMM is RMSNorm only".  Settings at their neutral value pass. */
+const char *nf_case_unused(const nf_case *c, const char *setting);
+/* Every setting of c that nf_case_unused refuses, put back to its neutral
+ * value (kind rms, switches 0, act softmax, Sk 0): the same case, since the
+ * op never reads them, in the form `check` takes. */
+void nf_case_settings_used(nf_case *c);
 
 #ifdef __cplusplus
 }

@@ -96,15 +96,22 @@ static double now_s(void)
 
 /* ---- cases and repros ---------------------------------------------------------- */
 
-void nf_check_repro(char *buf, size_t len, const nf_entry *e, const nf_case *c)
+void nf_check_repro(char *buf, size_t len, const nf_entry *e, const nf_case *case_drawn)
 {
-    char shape[128];
+    nf_case used = *case_drawn, *c = &used; /* what check takes: settings the op ignores neutral */
+    nf_case_settings_used(c);
+    char shape[128], eps[32] = "";
     nf_case_shape_str(c, shape, sizeof shape);
+    /* --eps only when the case set one: else check takes the op's defaults
+     * as the case did (attention's two norms each their own; a printed eps
+     * would set both) */
+    if (c->eps != 0.0f)
+        snprintf(eps, sizeof eps, " --eps %.9g", (double)c->eps);
     snprintf(buf, len,
-             "normfuse check --impl %s --op %s --shape %s --kind %s --dist %s --seed %llu --eps %.9g "
+             "normfuse check --impl %s --op %s --shape %s --kind %s --dist %s --seed %llu%s "
              "--pad %d --g %d --b %d --bias %d --residual %d --act %s --causal %d --separate-kv %d",
              e->name, nf_op_name(c->op), shape, c->kind == NF_NORM_RMS ? "rms" : "ln",
-             nf_dist_name(c->dist), (unsigned long long)c->seed, (double)nf_case_eps(c), c->ld_pad, c->has_g,
+             nf_dist_name(c->dist), (unsigned long long)c->seed, eps, c->ld_pad, c->has_g,
              c->has_b, c->has_bias, c->has_residual, nf_activation_name(c->act), c->causal,
              c->separate_kv);
 }
@@ -442,7 +449,7 @@ int nf_prop_backward_mpfr(const nf_prop_env *env, nf_prop_log *log)
             for (int a = 0; a < NF_ACT_COUNT; ++a, ++n) {
                 cs[n] = mk(e->op, s0 + n);
                 cs[n].B = 2, cs[n].H = 2, cs[n].D = 8, cs[n].Sq = 9, cs[n].act = (nf_activation)a;
-                cs[n].causal = a % 2, cs[n].separate_kv = a >= 2, cs[n].Sk = 7, cs[n].has_b = a == 1;
+                cs[n].causal = a % 2, cs[n].separate_kv = a >= 2, cs[n].Sk = a >= 2 ? 7 : 0, cs[n].has_b = a == 1;
                 cs[n].has_residual = a == 3;
             }
         }

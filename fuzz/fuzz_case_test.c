@@ -268,12 +268,16 @@ Test(fuzz_repro, repro_line_names_seed_case_op_impl_and_shape)
     nf_case c;
     nf_fuzz_case(&cfg, 17, &c);
     char buf[512], want[256];
-    nf_fuzz_repro(buf, sizeof buf, &cfg, 17, "x/ref", NULL);
+    nf_fuzz_repro(buf, sizeof buf, &cfg, 17, "x/ref", NULL, NULL);
     snprintf(want, sizeof want, "normfuse fuzz --seed 42 --case 17 --op %s --impl x/ref", nf_op_name(c.op));
     cr_assert_str_eq(buf, want);
+    /* a campaign's --shape goes with its cases, shrunk or not: without it
+     * --case draws another case */
+    nf_fuzz_repro(buf, sizeof buf, &cfg, 17, "x/ref", "M=5,N=33", NULL);
+    cr_assert_str_eq(buf, strcat(want, " --shape M=5,N=33"));
     nf_case s = c;
     s.M = 3, s.K = 5, s.N = 9, s.B = 1, s.H = 1, s.D = 2, s.Sq = 3, s.Sk = 4;
-    nf_fuzz_repro(buf, sizeof buf, &cfg, 17, "x/ref", &s);
+    nf_fuzz_repro(buf, sizeof buf, &cfg, 17, "x/ref", "M=5,N=33", &s);
     char shape[128];
     nf_case_shape_str(&s, shape, sizeof shape);
     cr_assert(strstr(buf, shape) != NULL, "%s lacks %s", buf, shape);

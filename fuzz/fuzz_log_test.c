@@ -39,7 +39,7 @@ static void log_case(FILE *f, const nf_fuzz_cfg *cfg, int64_t idx, int64_t drawn
     r.out[0].pass = r.verdict == NF_V_PASS;
     r.out[0].st.count = 100 + idx;
     r.out[0].st.max_ulp = 0.5 * (double)idx;
-    nf_log_result(f, cfg, idx, &e, &c, &r, NULL);
+    nf_log_result(f, cfg, idx, &e, &c, &r, NULL, NULL);
 }
 static void log_one(FILE *f, const nf_fuzz_cfg *cfg, int64_t idx, const char *impl)
 {
@@ -144,7 +144,7 @@ static void log_line(const nf_fuzz_cfg *cfg, const nf_case_result *r, char **buf
     const nf_entry e = {.name = impls[0], .op = NF_OP_NORM_FWD, .impl = NF_IMPL_REF};
     nf_case c;
     nf_fuzz_case(cfg, 0, &c);
-    nf_log_result(m, cfg, 0, &e, &c, r, NULL);
+    nf_log_result(m, cfg, 0, &e, &c, r, NULL, NULL);
     fclose(m);
 }
 

@@ -262,7 +262,7 @@ int nf_fuzz_shape_fits(nf_op op, const char *shape, char *err, size_t errlen)
 }
 
 void nf_fuzz_repro(char *buf, size_t len, const nf_fuzz_cfg *cfg, int64_t index,
-                   const char *impl, const nf_case *shrunk)
+                   const char *impl, const char *override, const nf_case *shrunk)
 {
     nf_case c;
     nf_fuzz_case(cfg, index, &c);
@@ -271,6 +271,8 @@ void nf_fuzz_repro(char *buf, size_t len, const nf_fuzz_cfg *cfg, int64_t index,
         char s[128];
         nf_case_shape_str(shrunk, s, sizeof s);
         snprintf(shape, sizeof shape, " --shape %s", s);
+    } else if (override) {
+        snprintf(shape, sizeof shape, " --shape %s", override);
     }
     if (cfg->max_elems != NF_FUZZ_DEFAULT_MAX_ELEMS)
         snprintf(maxe, sizeof maxe, " --max-elems %lld", (long long)cfg->max_elems);
@@ -446,7 +448,7 @@ void nf_json_cmp_stats(struct nf_json *j, const nf_output_result *o)
 }
 
 void nf_log_result(FILE *f, const nf_fuzz_cfg *cfg, int64_t index, const nf_entry *e,
-                   const nf_case *c, const nf_case_result *r, const nf_case *shrunk)
+                   const nf_case *c, const nf_case_result *r, const char *override, const nf_case *shrunk)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -458,7 +460,7 @@ void nf_log_result(FILE *f, const nf_fuzz_cfg *cfg, int64_t index, const nf_entr
     char shape[128], desc[256], repro[512];
     nf_case_shape_str(c, shape, sizeof shape);
     nf_case_describe(c, desc, sizeof desc);
-    nf_fuzz_repro(repro, sizeof repro, cfg, index, e->name, shrunk);
+    nf_fuzz_repro(repro, sizeof repro, cfg, index, e->name, override, shrunk);
     nf_json_object_begin(&j, NULL);
     nf_json_int(&j, "case", index);
     nf_json_uint(&j, "seed", cfg->seed);

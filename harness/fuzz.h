@@ -60,9 +60,12 @@ int nf_shrink_case(nf_case *c, nf_fails_fn fails, void *user);
  * another bug, and its repro would send the reader after that one. */
 int nf_same_failure(const nf_case_result *a, const nf_case_result *b);
 
-/* One-line repro of case `index` (shape override when shrunk != NULL). */
+/* One-line repro of case `index` of a campaign run with the shape override
+ * `shape` (NULL: none): --shape names the shrunk case's dims when shrunk !=
+ * NULL, else the campaign's override (without it, `--case` draws the case
+ * unshaped: another case). */
 void nf_fuzz_repro(char *buf, size_t len, const nf_fuzz_cfg *cfg, int64_t index,
-                   const char *impl, const nf_case *shrunk);
+                   const char *impl, const char *shape, const nf_case *shrunk);
 
 /* ---- JSONL log and resume ----------------------------------------------- */
 /* A logged result: case index, impl, and the case itself as the line names it
@@ -92,10 +95,10 @@ void nf_done_free(nf_done_set *done);
  * every logged case matches, else -1 with *bad the first index that does not. */
 int nf_log_check_cases(nf_done_set *done, const nf_fuzz_cfg *cfg, const char *shape, int64_t *bad);
 
-/* Append one result line and flush it.  shrunk: the minimal failing case
- * (NULL if none). */
+/* Append one result line and flush it.  shape: the campaign's shape
+ * override (NULL: none); shrunk: the minimal failing case (NULL if none). */
 void nf_log_result(FILE *f, const nf_fuzz_cfg *cfg, int64_t index, const nf_entry *e,
-                   const nf_case *c, const nf_case_result *r, const nf_case *shrunk);
+                   const nf_case *c, const nf_case_result *r, const char *shape, const nf_case *shrunk);
 /* The stats of one output as members of the current JSON object. */
 struct nf_json;
 void nf_json_cmp_stats(struct nf_json *j, const nf_output_result *o);

@@ -116,7 +116,7 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
                         sp = &shrunk;
                 }
                 char repro[512];
-                nf_fuzz_repro(repro, sizeof repro, &o->cfg, idx, e->name, sp);
+                nf_fuzz_repro(repro, sizeof repro, &o->cfg, idx, e->name, o->shape, sp);
                 if (!s->first_failure[0])
                     snprintf(s->first_failure, sizeof s->first_failure, "%s", repro);
                 if (o->out) {
@@ -125,7 +125,7 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
                 }
             }
             if (log)
-                nf_log_result(log, &o->cfg, idx, e, &c, &r, sp);
+                nf_log_result(log, &o->cfg, idx, e, &c, &r, o->shape, sp);
         }
     }
     s->seconds = now_s() - t0;

@@ -27,7 +27,7 @@
 #define DEFAULT_NSEEDS 2
 
 static int write_reports(const char *dir, const nf_run_info *ri, const nf_prop_log *log, const nf_fuzz_summary *fz,
-                         int fuzz_ran, uint64_t seed, int failures)
+                         const char *fuzz_why, uint64_t seed, int failures)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/junit.xml", dir);
@@ -47,7 +47,7 @@ static int write_reports(const char *dir, const nf_run_info *ri, const nf_prop_l
     nf_json_int(&j, "failures", failures);
     nf_json_prop_items(&j, log);
     nf_json_object_begin(&j, "fuzz");
-    nf_json_bool(&j, "ran", fuzz_ran);
+    nf_json_bool(&j, "ran", fuzz_why == NULL);
     nf_json_int(&j, "cases", fz->cases);
     nf_json_int(&j, "runs", fz->runs);
     nf_json_int(&j, "pass", fz->pass);
@@ -70,14 +70,14 @@ static int write_reports(const char *dir, const nf_run_info *ri, const nf_prop_l
     fprintf(f, "## Properties and checks\n\n");
     nf_md_prop_table(f, log);
     fprintf(f, "\n## Fuzz\n\n");
-    if (fuzz_ran)
+    if (!fuzz_why)
         fprintf(f, "%lld cases, %lld runs in %.1f s: %lld pass, %lld FAIL, %lld not implemented, %lld unsupported. "
                    "Log: [fuzz.jsonl](fuzz.jsonl).%s%s\n", (long long)fz->cases, (long long)fz->runs, fz->seconds,
                 (long long)fz->pass, (long long)fz->fail, (long long)fz->not_implemented,
                 (long long)fz->unsupported, fz->fail ? " First failure: `" : "", fz->fail ? fz->first_failure : "");
     else
-        fprintf(f, "SKIPPED (no CUDA device): the fuzzer launches kernels.\n");
-    if (fuzz_ran && fz->fail)
+        fprintf(f, "Not run: %s.\n", fuzz_why);
+    if (!fuzz_why && fz->fail)
         fprintf(f, "`\n");
     fprintf(f, "\n_Written by `normfuse gate`; not edited by hand._\n");
     rc |= fclose(f);
@@ -149,7 +149,8 @@ int nf_cmd_gate(int argc, char **argv)
     int failures = nf_cpu_checks(seed, nseeds, &log);
     nf_fuzz_summary fz;
     memset(&fz, 0, sizeof fz);
-    int fuzz_ran = 0;
+    const char *fuzz_why = "SKIPPED (no CUDA device): the fuzzer launches kernels"; /* NULL once it ran */
+    char fuzz_why_buf[160];
     nf_context *ctx = NULL;
     if (!ri.has_gpu) {
         for (int i = 0; i < nf_property_count; ++i)
@@ -160,7 +161,14 @@ int nf_cmd_gate(int argc, char **argv)
     } else if (nf_context_create(&ctx, 0) != NF_OK) {
         nf_prop_add(&log, "context", "-", NF_PROP_FAIL, "nf_context_create: %s", nf_last_error());
         ++failures;
+        fuzz_why = "the library's context could not be created (see the context item)";
     } else {
+        if (seconds <= 0)
+            fuzz_why = "--seconds 0";
+        else if (only) {
+            snprintf(fuzz_why_buf, sizeof fuzz_why_buf, "--property %s runs that property alone", only);
+            fuzz_why = fuzz_why_buf;
+        }
         const nf_prop_env env = {ctx, seed, nseeds};
         for (int i = 0; i < nf_property_count; ++i)
             if (!only || !strcmp(only, nf_properties[i].name))
@@ -177,8 +185,11 @@ int nf_cmd_gate(int argc, char **argv)
             fo.shrink = 1;
             fo.out = stdout;
             if (nf_fuzz_run(ctx, &fo, &fz) == 0) {
-                fuzz_ran = 1;
-                nf_prop_item *it = nf_prop_add(&log, "fuzz", "all entries", fz.fail ? NF_PROP_FAIL : NF_PROP_PASS,
+                fuzz_why = NULL;
+                /* a time box that judged nothing (every run not built or
+                 * unsupported, or none at all) passed nothing */
+                const nf_prop_outcome oc = fz.fail ? NF_PROP_FAIL : fz.pass ? NF_PROP_PASS : NF_PROP_SKIP;
+                nf_prop_item *it = nf_prop_add(&log, "fuzz", "all entries", oc,
                                                "%lld cases, %lld runs, %lld FAIL, %lld not implemented, %lld "
                                                "unsupported%s%s", (long long)fz.cases, (long long)fz.runs,
                                                (long long)fz.fail, (long long)fz.not_implemented,
@@ -190,13 +201,16 @@ int nf_cmd_gate(int argc, char **argv)
                 }
                 failures += fz.fail > 0;
             } else {
-                nf_prop_add(&log, "fuzz", "all entries", NF_PROP_FAIL, "could not write %s", jsonl);
+                nf_prop_add(&log, "fuzz", "all entries", NF_PROP_FAIL,
+                            "the fuzz run stopped before its time box (its log %s, or a case it could not draw: "
+                            "its message above)", jsonl);
                 ++failures;
+                fuzz_why = "the fuzz run failed (see the fuzz item)";
             }
         }
         nf_context_destroy(ctx);
     }
-    if (write_reports(out, &ri, &log, &fz, fuzz_ran, seed, failures) != 0) {
+    if (write_reports(out, &ri, &log, &fz, fuzz_why, seed, failures) != 0) {
         fprintf(stderr, "normfuse gate: writing the reports into %s failed\n", out);
         failures += 1;
     }

@@ -116,6 +116,18 @@ void nf_check_repro(char *buf, size_t len, const nf_entry *e, const nf_case *cas
              c->separate_kv);
 }
 
+/* The repro of a property `check` cannot judge (it judges each run alone
+ * against the oracle, and these runs each pass it): the gate's run of the
+ * property, whose seed draws the same cases, then the case's own check line. */
+static void property_repro(char *buf, size_t len, const char *property, const nf_prop_env *env, const nf_entry *e,
+                           const nf_case *c)
+{
+    char one[640];
+    nf_check_repro(one, sizeof one, e, c);
+    snprintf(buf, len, "normfuse gate --property %s --seed %llu --nseeds %d --seconds 0 (the case: %s)", property,
+             (unsigned long long)env->seed, env->nseeds, one);
+}
+
 static nf_case mk(nf_op op, uint64_t seed)
 {
     nf_case c;
@@ -310,8 +322,8 @@ static int commute_one(const nf_prop_env *env, const nf_entry *e, const nf_case 
                 first = i;
         }
         if (mism) {
-            char repro[640];
-            nf_check_repro(repro, sizeof repro, e, c);
+            char repro[800];
+            property_repro(repro, sizeof repro, "rstd_commute", env, e, c);
             if (!t->fail++)
                 snprintf(t->first, sizeof t->first,
                          "%lld rows of Y(2^j A) differ bitwise from Y(A) although rstd is exact (first row %lld, "
@@ -489,6 +501,8 @@ int nf_prop_determinism(const nf_prop_env *env, nf_prop_log *log)
             if (rep > 0) {
                 char repro[640];
                 nf_check_repro(repro, sizeof repro, e, &cases[i]);
+                const size_t n = strlen(repro); /* check runs it as often as the property did */
+                snprintf(repro + n, sizeof repro - n, " --repeat %d", NF_DETERMINISM_REPEATS);
                 if (!t.fail++)
                     snprintf(t.first, sizeof t.first, "%s differs on repeat %d | repro: %s", where, rep, repro);
             }
@@ -555,8 +569,8 @@ int nf_prop_incumbent(const nf_prop_env *env, nf_prop_log *log)
                 if (rc.verdict == NF_V_PASS && ri.verdict == NF_V_PASS) {
                     for (int q = 0; q < rc.nout; ++q)
                         if (!nf_incumbent_ok(&rc.out[q].st, &ri.out[q].st, NF_INCUMBENT_NOISE_FLOOR)) {
-                            char repro[640];
-                            nf_check_repro(repro, sizeof repro, e, &c);
+                            char repro[800];
+                            property_repro(repro, sizeof repro, "incumbent", env, e, &c);
                             if (!t.fail++)
                                 snprintf(t.first, sizeof t.first,
                                          "%s: fused err/allowed max %.3g / p99.9 %.3g vs %s max %.3g / "

@@ -90,6 +90,10 @@ Test(fuzz_log, resume_after_a_truncated_last_line)
     cr_assert_eq(done.lines, 30);
     cr_assert_eq(done.bad_lines, 0);
     cr_assert_gt(done.truncated_bytes, 0);
+    cr_assert_eq(done.failures, 12, "cases 0, 3, 6, 9 failed under 3 impls: %lld failures read",
+                 (long long)done.failures);
+    cr_assert(!strncmp(done.first_failure, "normfuse fuzz --seed 7 --case 0 ", 32), "first failure: %s",
+              done.first_failure);
     for (int64_t i = 0; i < 10; ++i)
         for (int k = 0; k < 3; ++k)
             cr_assert(nf_done_has(&done, i, impls[k]), "case %lld impl %s not seen as done", (long long)i, impls[k]);
@@ -248,5 +252,37 @@ Test(fuzz_log, resume_refuses_a_log_of_other_cases)
     cr_assert_eq(bad, 6);
     nf_done_free(&done);
     cr_assert_eq(resume_run(path, &cfg), -1, "a log of other cases resumed");
+    unlink(path);
+}
+
+/* A resumed campaign keeps the failures its log holds: every run of case 0
+ * is logged (one failed), so the resume runs nothing and still fails, where
+ * it used to print "0 FAIL" and exit 0. */
+Test(fuzz_log, a_resume_keeps_the_failures_of_its_log)
+{
+    char path[256];
+    temp_path(path, sizeof path);
+    nf_fuzz_cfg cfg;
+    nf_fuzz_cfg_default(&cfg, 11);
+    cfg.nops = 1, cfg.ops[0] = NF_OP_NORM_FWD;
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    int entries = 0;
+    for (int i = 0; i < nf_registry_count(); ++i) {
+        const nf_entry *e = nf_registry_get(i);
+        if (e->op == NF_OP_NORM_FWD && !(e->flags & NF_ENTRY_SELFTEST))
+            log_case(f, &cfg, 0, 0, e->name), ++entries; /* case 0: FAIL */
+    }
+    fclose(f);
+    cr_assert_gt(entries, 0);
+    nf_fuzz_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.log_path = path, o.resume = 1, o.only_case = 0, o.nshards = 1, o.cfg = cfg;
+    nf_fuzz_summary s;
+    cr_assert_eq(nf_fuzz_run(NULL, &o, &s), 0);
+    cr_assert_eq(s.runs, 0, "a logged run ran again");
+    cr_assert_eq(s.resumed, entries);
+    cr_assert_eq(s.fail, entries, "the log's %d failures, the summary's %lld", entries, (long long)s.fail);
+    cr_assert(strstr(s.first_failure, "--case 0") != NULL, "first failure: %s", s.first_failure);
     unlink(path);
 }

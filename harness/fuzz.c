@@ -399,6 +399,12 @@ int nf_log_load(const char *path, nf_done_set *done, int truncate_partial)
                             : 0);
         else
             ++done->bad_lines;
+        char verdict[16];
+        if (nf_json_find_str(line, "verdict", verdict, sizeof verdict) == 0 &&
+            (!strcmp(verdict, nf_verdict_name(NF_V_FAIL)) || !strcmp(verdict, nf_verdict_name(NF_V_ERROR))) &&
+            done->failures++ == 0 &&
+            nf_json_find_str(line, "repro", done->first_failure, sizeof done->first_failure) != 0)
+            done->first_failure[0] = '\0';
         if (nf_json_find_uint(line, "seed", &seed) == 0) {
             if (done->has_seed && seed != done->seed)
                 done->mixed_seeds = 1;

@@ -79,6 +79,8 @@ typedef struct nf_done_set {
     int64_t truncated_bytes;  /* partial last line removed                   */
     uint64_t seed;            /* the campaign seed of the first line with one */
     int has_seed, mixed_seeds; /* a seed was read; lines disagree on it       */
+    int64_t failures;         /* lines whose verdict is FAIL or ERROR         */
+    char first_failure[1024]; /* the repro of the first of them               */
 } nf_done_set;
 
 /* Read an existing log; with truncate_partial, cut a partial last line (a

@@ -65,8 +65,14 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
         if (!o->resume)
             nf_done_free(&done);
         else if (o->out && (done.lines || done.truncated_bytes))
-            fprintf(o->out, "resume: %lld results in %s (%lld unreadable lines, %lld bytes of a partial line cut)\n",
-                    (long long)done.lines, o->log_path, (long long)done.bad_lines, (long long)done.truncated_bytes);
+            fprintf(o->out, "resume: %lld results in %s, %lld of them failures (%lld unreadable lines, %lld bytes "
+                    "of a partial line cut)\n", (long long)done.lines, o->log_path, (long long)done.failures,
+                    (long long)done.bad_lines, (long long)done.truncated_bytes);
+        if (o->resume) { /* the campaign's failures so far are its failures still: a resume does not pass them */
+            s->fail += done.failures;
+            if (done.failures)
+                snprintf(s->first_failure, sizeof s->first_failure, "%s", done.first_failure);
+        }
         log = fopen(o->log_path, "a");
         if (!log) {
             nf_done_free(&done);

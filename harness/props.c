@@ -565,7 +565,11 @@ int nf_prop_incumbent(const nf_prop_env *env, nf_prop_log *log)
                 if (nf_case_prepare(&c, 1, &d, &rc) == 0 && nf_case_execute(env->ctx, e, &d, &rc) == NF_OK &&
                     nf_case_judge(&d, NULL, &rc) == 0 && nf_case_execute(env->ctx, inc, &d, &ri) == NF_OK)
                     nf_case_judge(&d, NULL, &ri);
-                tally_result(&t, e, &c, &rc);
+                if (rc.verdict == NF_V_PASS &&
+                    (ri.verdict == NF_V_NOT_IMPLEMENTED || ri.verdict == NF_V_UNSUPPORTED))
+                    tally_result(&t, inc, &c, &ri); /* nothing to compare with: a skip, not a pass */
+                else
+                    tally_result(&t, e, &c, &rc);
                 if (rc.verdict == NF_V_PASS && ri.verdict == NF_V_PASS) {
                     for (int q = 0; q < rc.nout; ++q)
                         if (!nf_incumbent_ok(&rc.out[q].st, &ri.out[q].st, NF_INCUMBENT_NOISE_FLOOR)) {

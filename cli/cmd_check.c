@@ -227,16 +227,11 @@ int nf_cmd_check(int argc, char **argv)
             goto bad;
         }
     }
-    for (const char *item = shape; item && *item;) { /* the keys apply_shape took: known, short */
-        const size_t len = strcspn(item, ","), klen = strcspn(item, "=,");
-        char key[8];
-        snprintf(key, sizeof key, "%.*s", (int)klen, item);
-        const char *why = klen ? nf_case_unused(&c, key) : NULL;
-        if (why) {
-            fprintf(stderr, "normfuse check: --shape: %s is not a dimension of %s: %s\n", key, nf_op_name(c.op), why);
-            goto bad;
-        }
-        item += len + (item[len] == ',');
+    char key[8]; /* the keys apply_shape took: known, short */
+    const char *why_key = nf_case_shape_unused(&c, shape, key, sizeof key);
+    if (why_key) {
+        fprintf(stderr, "normfuse check: --shape: %s is not a dimension of %s: %s\n", key, nf_op_name(c.op), why_key);
+        goto bad;
     }
     const nf_entry *named = impl ? nf_registry_find(impl) : NULL;
     if (impl && (!named || named->op != c.op)) { /* before any device work: a typo is not a skip */

@@ -214,3 +214,16 @@ void nf_case_settings_used(nf_case *c)
     if (nf_case_unused(c, "Sk"))
         c->Sk = 0;
 }
+
+const char *nf_case_shape_unused(const nf_case *c, const char *spec, char *key, size_t keylen)
+{
+    for (const char *item = spec; item && *item;) {
+        const size_t len = strcspn(item, ","), klen = strcspn(item, "=,");
+        snprintf(key, keylen, "%.*s", (int)klen, item);
+        const char *why = klen ? nf_case_unused(c, key) : NULL;
+        if (why)
+            return why;
+        item += len + (item[len] == ',');
+    }
+    return NULL;
+}

@@ -112,6 +112,9 @@ const char *nf_case_unused(const nf_case *c, const char *setting);
  * value (kind rms, switches 0, act softmax, Sk 0): the same case, since the
  * op never reads them, in the form `check` takes. */
 void nf_case_settings_used(nf_case *c);
+/* Why case c refuses a key of the --shape spec (nf_case_unused), with the
+ * key in key[keylen]; NULL when it takes every key (empty items skipped). */
+const char *nf_case_shape_unused(const nf_case *c, const char *spec, char *key, size_t keylen);
 
 #ifdef __cplusplus
 }

@@ -293,10 +293,11 @@ typedef struct nf_attention_fwd_args {
     int64_t Tq, Tk;        /* total query / key tokens of the jagged batch    */
     const int32_t *offsets_q; /* [B+1] device, 0 = o[0] <= ... <= o[B] = Tq   */
     const int32_t *offsets_k; /* [B+1] device or NULL (= offsets_q, Tk = Tq)  */
-    int32_t max_seqlen_q;  /* >= 1, >= the longest query sequence (a bound: the */
-    int32_t max_seqlen_k;  /* >= the longest key sequence    grid is sized by it; */
-                           /* below ceil(T/B) is refused; the offsets are device  */
-                           /* data, so a bound below the longest is not caught)   */
+    int32_t max_seqlen_q;  /* the longest query sequence, and                 */
+    int32_t max_seqlen_k;  /* the longest key sequence: they size the grid.     */
+                           /* The result does not depend on them: any value     */
+                           /* >= ceil(T/B) gives the same bits (a smaller one   */
+                           /* cannot be the longest and is refused)             */
     const nf_bf16 *Q;      /* [Tq, H, D]; token stride ldq >= H*D             */
     int64_t ldq;
     const nf_bf16 *K;      /* [Tk, H, D]                                      */

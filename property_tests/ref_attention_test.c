@@ -14,7 +14,9 @@
  * separate query and key lengths, causal sequences with Lq > Lk (their first
  * Lq - Lk queries see no key at all: fully masked rows, p = 0 everywhere),
  * R = Q and R separate, D in {8, 64, 128}, padded token strides, LN weights
- * on and off, SEEDS seeds per configuration.
+ * on and off, SEEDS seeds per configuration.  And the bounds max_seqlen_q/k,
+ * which size the kernels' grids: every value from ceil(T/B) up gives the
+ * same bits as the longest sequence (normfuse.h), forward and backward.
  *
  * A failing case prints the runner's line (entry, shape, case, seed, every
  * output's error statistics) and a one-line `normfuse check` repro.
@@ -29,6 +31,7 @@
 
 #include "props.h"
 #include "property_tests/case_report.h"
+#include "property_tests/gpu_util.h"
 #include "property_tests/test_rng.h"
 #include "runner.h"
 
@@ -225,4 +228,227 @@ Test(ref_attention, head_dims_and_residuals_within_budget, .timeout = 900)
 Test(ref_attention, long_jagged_sequences_within_budget, .timeout = 900)
 {
     run_cfgs(long_cfgs, COUNT(long_cfgs), 3000);
+}
+
+/* ---- the bounds max_seqlen_q / max_seqlen_k ---------------------------------- */
+
+/* A jagged batch whose longest sequences are far above ceil(T/B) (the least
+ * bound the API takes): queries 3 + 57 + 10 (Tq = 70, ceil 24), keys
+ * 41 + 5 + 44 (Tk = 90, ceil 30).  With 8 rows per CTA, a grid sized by 24
+ * has 3 query tiles a sequence where the longest needs 8. */
+enum { SB = 3, SH = 2, SD = 64, STQ = 70, STK = 90, N_BOUNDS = 3 };
+static const int32_t seq_oq[SB + 1] = {0, 3, 60, 70}, seq_ok[SB + 1] = {0, 41, 46, 90};
+
+static int32_t seq_longest(const int32_t *o)
+{
+    int32_t m = 0;
+    for (int b = 0; b < SB; ++b)
+        m = o[b + 1] - o[b] > m ? o[b + 1] - o[b] : m;
+    return m;
+}
+
+typedef struct seq_buf { /* a device output and its host copies, one per bound */
+    const char *name;
+    void *dev;
+    size_t bytes;
+    int is_f32;
+    void *host[N_BOUNDS];
+} seq_buf;
+
+static void seq_buf_init(seq_buf *b, const char *name, void *dev, size_t bytes, int is_f32)
+{
+    memset(b, 0, sizeof *b);
+    b->name = name, b->dev = dev, b->bytes = bytes, b->is_f32 = is_f32;
+    for (int k = 0; k < N_BOUNDS; ++k) {
+        b->host[k] = malloc(bytes);
+        cr_assert(b->host[k], "host allocation of %zu bytes failed", bytes);
+    }
+}
+static void seq_buf_free(seq_buf *b)
+{
+    for (int k = 0; k < N_BOUNDS; ++k)
+        free(b->host[k]);
+}
+
+/* Outputs of bound k == those of bound 0 (the longest), bit for bit; bound 0
+ * wrote every element (the poison is gone).  Returns the failures. */
+static int seq_bufs_agree(const seq_buf *bufs, int count, const char *what, const int32_t *bq, const int32_t *bk)
+{
+    int bad = 0;
+    for (int i = 0; i < count; ++i) {
+        const seq_buf *b = &bufs[i];
+        if (!b->dev)
+            continue;
+        const int64_t unwritten = b->is_f32 ? unwritten_f32(b->host[0], (int64_t)(b->bytes / 4))
+                                            : unwritten_bf16(b->host[0], 1, (int64_t)(b->bytes / 2), 0);
+        bad += unwritten != 0;
+        cr_expect(unwritten == 0, "%s: %s has %lld elements unwritten with max_seqlen = the longest (%d, %d)",
+                  what, b->name, (long long)unwritten, bq[0], bk[0]);
+        for (int k = 1; k < N_BOUNDS; ++k) {
+            const int same = memcmp(b->host[0], b->host[k], b->bytes) == 0;
+            bad += !same;
+            cr_expect(same, "%s: %s with max_seqlen_q/k = %d/%d differs from its bits with the longest, %d/%d",
+                      what, b->name, bq[k], bk[k], bq[0], bk[0]);
+        }
+    }
+    return bad;
+}
+
+static void seq_download(seq_buf *bufs, int count, int k)
+{
+    for (int i = 0; i < count; ++i)
+        if (bufs[i].dev)
+            gpu_download(bufs[i].host[k], bufs[i].dev, bufs[i].bytes);
+}
+static void seq_poison(seq_buf *bufs, int count)
+{
+    for (int i = 0; i < count; ++i)
+        if (bufs[i].dev)
+            gpu_poison(bufs[i].dev, bufs[i].bytes);
+}
+
+/* Launch status of an implementation that may not be built: 0 to go on, 1
+ * when it is not implemented (the caller skips it). */
+static int seq_launched(nf_status s, nf_impl impl, const char *what)
+{
+    if (s == NF_ERR_NOT_IMPLEMENTED) {
+        cr_log_info("%s: %s not built, skipped", what, nf_impl_name(impl));
+        return 1;
+    }
+    cr_assert(s == NF_OK, "%s (%s): %s: %s", what, nf_impl_name(impl), nf_status_name(s), nf_last_error());
+    return 0;
+}
+
+/* Launchers of one direction with the bounds (bq, bk). */
+typedef nf_status (*seq_launch_fn)(nf_context *ctx, nf_impl impl, void *args, int32_t bq, int32_t bk);
+static nf_status seq_launch_fwd(nf_context *ctx, nf_impl impl, void *args, int32_t bq, int32_t bk)
+{
+    nf_attention_fwd_args *a = args;
+    a->max_seqlen_q = bq, a->max_seqlen_k = bk;
+    return nf_attention_fwd(ctx, impl, a);
+}
+static nf_status seq_launch_bwd(nf_context *ctx, nf_impl impl, void *args, int32_t bq, int32_t bk)
+{
+    nf_attention_bwd_args *a = args;
+    a->max_seqlen_q = bq, a->max_seqlen_k = bk;
+    return nf_attention_bwd(ctx, impl, a);
+}
+
+/* Launch with every bound, poisoning the outputs before and downloading
+ * them after each; the longest (bound 0) last, so that the backward reads
+ * the forward's outputs of that launch.  Returns 1 when impl is not built. */
+static int seq_run_bounds(nf_context *ctx, nf_impl impl, seq_launch_fn launch, void *args, seq_buf *bufs,
+                          int count, const int32_t *bq, const int32_t *bk, const char *what)
+{
+    for (int k = N_BOUNDS - 1; k >= 0; --k) {
+        seq_poison(bufs, count);
+        if (seq_launched(launch(ctx, impl, args, bq[k], bk[k]), impl, what))
+            return 1;
+        seq_download(bufs, count, k);
+    }
+    return 0;
+}
+
+Test(ref_attention, any_max_seqlen_from_ceil_T_over_B_gives_the_same_bits, .timeout = 600)
+{
+    const int64_t HD = (int64_t)SH * SD;
+    const int32_t lq = seq_longest(seq_oq), lk = seq_longest(seq_ok);
+    const int32_t bq[N_BOUNDS] = {lq, (STQ + SB - 1) / SB, 2 * lq};
+    const int32_t bk[N_BOUNDS] = {lk, (STK + SB - 1) / SB, 2 * lk};
+    cr_assert(lq > 2 * bq[1] && lk > bk[1], "the batch must have sequences far longer than ceil(T/B)");
+    const uint64_t base = nf_test_seed(DEFAULT_SEED);
+    nf_rng r;
+    nf_rng_seed(&r, nf_seed_mix(base, 4000));
+
+    /* inputs */
+    nf_bf16 *hQ = malloc(sizeof(nf_bf16) * STQ * HD), *hK = malloc(sizeof(nf_bf16) * STK * HD);
+    nf_bf16 *hV = malloc(sizeof(nf_bf16) * STK * HD), *hdY = malloc(sizeof(nf_bf16) * STQ * HD);
+    nf_bf16 *hw = malloc(sizeof(nf_bf16) * 3 * HD);
+    cr_assert(hQ && hK && hV && hdY && hw, "host allocation failed");
+    nf_rng_fill_bf16(&r, hQ, STQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
+    nf_rng_fill_bf16(&r, hK, STK * HD, NF_DIST_NORMAL, 1.0, 0.0);
+    nf_rng_fill_bf16(&r, hV, STK * HD, NF_DIST_NORMAL, 1.0, 0.0);
+    nf_rng_fill_bf16(&r, hdY, STQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
+    nf_rng_fill_attention_norm_weights(&r, hw, hw + HD, hw + 2 * HD, HD);
+    int32_t *oq = gpu_upload(seq_oq, sizeof seq_oq, 0), *ok = gpu_upload(seq_ok, sizeof seq_ok, 0);
+    nf_bf16 *Q = gpu_upload(hQ, sizeof(nf_bf16) * STQ * HD, 0), *K = gpu_upload(hK, sizeof(nf_bf16) * STK * HD, 0);
+    nf_bf16 *V = gpu_upload(hV, sizeof(nf_bf16) * STK * HD, 0), *dY = gpu_upload(hdY, sizeof(nf_bf16) * STQ * HD, 0);
+    nf_bf16 *w = gpu_upload(hw, sizeof(nf_bf16) * 3 * HD, 0);
+    /* forward outputs (O, the statistics and lse are the backward's inputs) */
+    const size_t tq_hd = sizeof(nf_bf16) * STQ * HD, tk_hd = sizeof(nf_bf16) * STK * HD;
+    nf_bf16 *Y = gpu_alloc(tq_hd, 0), *O = gpu_alloc(tq_hd, 0);
+    float *st = gpu_alloc(sizeof(float) * STQ * (3 + SH), 0);
+    /* backward outputs */
+    nf_bf16 *dQ = gpu_alloc(tq_hd, 0), *dK = gpu_alloc(tk_hd, 0), *dV = gpu_alloc(tk_hd, 0);
+    nf_bf16 *dw = gpu_alloc(sizeof(nf_bf16) * 3 * HD, 0);
+
+    seq_buf fb[6], bb[6];
+    seq_buf_init(&fb[0], "Y", Y, tq_hd, 0);
+    seq_buf_init(&fb[1], "O", O, tq_hd, 0);
+    seq_buf_init(&fb[2], "ln_mean", st, sizeof(float) * STQ, 1);
+    seq_buf_init(&fb[3], "ln_rstd", st + STQ, sizeof(float) * STQ, 1);
+    seq_buf_init(&fb[4], "rms_rstd", st + 2 * STQ, sizeof(float) * STQ, 1);
+    seq_buf_init(&fb[5], "lse", st + 3 * STQ, sizeof(float) * STQ * SH, 1);
+    seq_buf_init(&bb[0], "dQ", dQ, tq_hd, 0);
+    seq_buf_init(&bb[1], "dK", dK, tk_hd, 0);
+    seq_buf_init(&bb[2], "dV", dV, tk_hd, 0);
+    seq_buf_init(&bb[3], "dg_ln", dw, sizeof(nf_bf16) * HD, 0);
+    seq_buf_init(&bb[4], "db_ln", dw + HD, sizeof(nf_bf16) * HD, 0);
+    seq_buf_init(&bb[5], "dg_rms", dw + 2 * HD, sizeof(nf_bf16) * HD, 0);
+
+    nf_context *ctx = NULL;
+    NF_CHECK(nf_context_create(&ctx, 0));
+    static const nf_activation acts[] = {NF_ACT_SOFTMAX, NF_ACT_SILU};
+    static const nf_impl impls[] = {NF_IMPL_REF, NF_IMPL_FUSED};
+    int bad = 0;
+    for (int ii = 0; ii < 2; ++ii)
+        for (int ai = 0; ai < 2; ++ai)
+            for (int causal = 0; causal <= 1; ++causal) {
+                const nf_activation act = acts[ai];
+                const int softmax = act == NF_ACT_SOFTMAX;
+                char what[96];
+                snprintf(what, sizeof what, "%s act=%s causal=%d", nf_impl_name(impls[ii]),
+                         nf_activation_name(act), causal);
+                fb[5].dev = softmax ? st + 3 * STQ : NULL;
+                nf_attention_fwd_args fa = {
+                    .B = SB, .H = SH, .D = SD, .Tq = STQ, .Tk = STK, .offsets_q = oq, .offsets_k = ok,
+                    .Q = Q, .ldq = HD, .K = K, .ldk = HD, .V = V, .ldv = HD, .act = act,
+                    .scale = nf_attention_default_scale(act, SD), .causal = causal,
+                    .g_ln = w, .b_ln = w + HD, .eps_ln = 1e-5f, .g_rms = w + 2 * HD, .eps_rms = 1e-6f,
+                    .Y = Y, .ldy = HD, .O = O, .ldo = HD, .ln_mean = st, .ln_rstd = st + STQ,
+                    .rms_rstd = st + 2 * STQ, .lse = softmax ? st + 3 * STQ : NULL,
+                };
+                char dir[112];
+                snprintf(dir, sizeof dir, "forward %s", what);
+                if (seq_run_bounds(ctx, impls[ii], seq_launch_fwd, &fa, fb, 6, bq, bk, dir))
+                    continue;
+                bad += seq_bufs_agree(fb, 6, dir, bq, bk);
+
+                nf_attention_bwd_args ba = {
+                    .B = SB, .H = SH, .D = SD, .Tq = STQ, .Tk = STK, .offsets_q = oq, .offsets_k = ok,
+                    .Q = Q, .ldq = HD, .K = K, .ldk = HD, .V = V, .ldv = HD, .act = act,
+                    .scale = fa.scale, .causal = causal, .g_ln = w, .b_ln = w + HD, .eps_ln = fa.eps_ln,
+                    .g_rms = w + 2 * HD, .eps_rms = fa.eps_rms, .residual_is_q = 1, .O = O, .ldo = HD,
+                    .ln_mean = st, .ln_rstd = st + STQ, .rms_rstd = st + 2 * STQ, .lse = fa.lse,
+                    .dY = dY, .lddy = HD, .dQ = dQ, .lddq = HD, .dK = dK, .lddk = HD, .dV = dV, .lddv = HD,
+                    .dg_ln = dw, .db_ln = dw + HD, .dg_rms = dw + 2 * HD,
+                };
+                snprintf(dir, sizeof dir, "backward %s", what);
+                if (seq_run_bounds(ctx, impls[ii], seq_launch_bwd, &ba, bb, 6, bq, bk, dir))
+                    continue;
+                bad += seq_bufs_agree(bb, 6, dir, bq, bk);
+            }
+    if (bad)
+        cr_log_error("%d mismatches; repro: NF_SEED=%llu ./ref_attention_test --filter "
+                     "'ref_attention/any_max_seqlen_from_ceil_T_over_B_gives_the_same_bits'",
+                     bad, (unsigned long long)base);
+    nf_context_destroy(ctx);
+    for (int i = 0; i < 6; ++i) {
+        seq_buf_free(&fb[i]);
+        seq_buf_free(&bb[i]);
+    }
+    gpu_free(oq, 0), gpu_free(ok, 0), gpu_free(Q, 0), gpu_free(K, 0), gpu_free(V, 0), gpu_free(dY, 0);
+    gpu_free(w, 0), gpu_free(Y, 0), gpu_free(O, 0), gpu_free(st, 0);
+    gpu_free(dQ, 0), gpu_free(dK, 0), gpu_free(dV, 0), gpu_free(dw, 0);
+    free(hQ), free(hK), free(hV), free(hdY), free(hw);
 }

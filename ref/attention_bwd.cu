@@ -16,7 +16,11 @@
  * Kernels (deterministic, no atomics): dq_kernel — a warp per query streams
  * the keys of its (sequence, head) in tiles through shared memory, as the
  * forward does; dkv_kernel — a warp per key streams the queries that see it,
- * accumulating dK, dV in registers in a fixed order.
+ * accumulating dK, dV in registers in a fixed order.  Their work items are
+ * those of the forward (attention_common.cuh), with query tiles (dq) or key
+ * tiles (dkv) per sequence by max_seqlen_q / max_seqlen_k, and every item
+ * also runs the tiles a multiple of that count further on: all rows of a
+ * longer sequence are covered.
  */
 #include "attention_common.cuh"
 
@@ -62,9 +66,9 @@ delta_kernel(int64_t Tq, int H, int D, const nf_bf16 *dO, int64_t lddo, const nf
     }
 }
 
-/* dQn_i = dXr_i + s sum_j dS_ij K_j: a warp per query, keys streamed */
-__global__ void __launch_bounds__(kThreads)
-dq_kernel(const BwdParams p)
+/* dQn of query tile `tile` of head h of sequence sq, by the whole CTA (the
+ * caller, for_each_tile, runs it for tile kRows < Lq only). */
+__device__ __forceinline__ void dq_query_tile(const BwdParams &p, int h, const Seq &sq, int64_t tile)
 {
     extern __shared__ float smem[];
     const int D = p.D, DS = odd_stride(D);
@@ -74,72 +78,71 @@ dq_kernel(const BwdParams p)
     float *dos = qs + kRows * D;   /* [kRows][D]  */
     const int warp = threadIdx.x / NF_WARP, lane = threadIdx.x % NF_WARP;
     const bool softmax = p.act == NF_ACT_SOFTMAX;
-    const int64_t items = (int64_t)p.B * p.n_tiles * p.H;
+    const QueryRows q = query_rows(p.causal, tile, warp, sq);
+    const int jlim = q.jlim;
+    const bool valid = q.valid;
+    const int64_t tq = sq.q0 + q.i;
+    const float lse = (valid && softmax) ? p.lse[(int64_t)h * p.Tq + tq] : 0.0f;
+    const float delta = (valid && softmax) ? p.delta[(int64_t)h * p.Tq + tq] : 0.0f;
 
-    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const Item it = item_of(item, p.H, p.n_tiles, p.offsets_q, p.offsets_k);
-        const int h = it.h;
-        const Seq &sq = it.sq;
-        if (it.tile * kRows >= sq.Lq)
-            continue;
-        const QueryRows q = query_rows(p.causal, it.tile, warp, sq);
-        const int jlim = q.jlim;
-        const bool valid = q.valid;
-        const int64_t tq = sq.q0 + q.i;
-        const float lse = (valid && softmax) ? p.lse[(int64_t)h * p.Tq + tq] : 0.0f;
-        const float delta = (valid && softmax) ? p.delta[(int64_t)h * p.Tq + tq] : 0.0f;
+    __syncthreads();
+    load_head_row(qs + warp * D, p.Qn, p.ldqn, tq, h, D, valid, lane);
+    load_head_row(dos + warp * D, p.dO, p.lddo, tq, h, D, valid, lane);
+    float acc[kMaxDPerLane];
+#pragma unroll
+    for (int c = 0; c < kMaxDPerLane; ++c)
+        acc[c] = 0.0f;
 
+    for (int kt = 0; kt < q.kmax; kt += kTile) {
         __syncthreads();
-        load_head_row(qs + warp * D, p.Qn, p.ldqn, tq, h, D, valid, lane);
-        load_head_row(dos + warp * D, p.dO, p.lddo, tq, h, D, valid, lane);
-        float acc[kMaxDPerLane];
-#pragma unroll
-        for (int c = 0; c < kMaxDPerLane; ++c)
-            acc[c] = 0.0f;
-
-        for (int kt = 0; kt < q.kmax; kt += kTile) {
-            __syncthreads();
-            load_head_tiles(Ks, DS, p.K, p.ldk, Vs, DS, p.V, p.ldv, sq.k0, kt, sq.Lk, h, D);
-            __syncthreads();
-            if (!valid)
-                continue;
-            const bool vis = kt + lane < jlim;
-            float qk = 0.0f, dp = 0.0f;
-            for (int d = 0; d < D; ++d) {
-                qk = fmaf(qs[warp * D + d], Ks[lane * DS + d], qk);  /* Qn_i . K_j */
-                dp = fmaf(dos[warp * D + d], Vs[lane * DS + d], dp); /* dP = dO_i . V_j */
-            }
-            const float s = p.scale * qk;
-            float ds = 0.0f;
-            if (vis)
-                ds = softmax ? expf(s - lse) * (dp - delta)  /* dS = P (dP - Delta) */
-                             : dp * act_grad(p.act, s);      /* dS = dP act'(S)     */
-            /* masked keys contribute nothing, not 0 * K (a NaN/Inf there stays out) */
-            for (int jj = 0; jj < kTile && kt + jj < jlim; ++jj) {
-                const float db = __shfl_sync(0xffffffffu, ds, jj);
-#pragma unroll
-                for (int c = 0; c < kMaxDPerLane; ++c) {
-                    const int d = lane + c * NF_WARP;
-                    if (d < D)
-                        acc[c] = fmaf(db, Ks[jj * DS + d], acc[c]);
-                }
-            }
-        }
+        load_head_tiles(Ks, DS, p.K, p.ldk, Vs, DS, p.V, p.ldv, sq.k0, kt, sq.Lk, h, D);
+        __syncthreads();
         if (!valid)
             continue;
-        nf_bf16 *dq = p.dQn + tq * p.lddqn + (int64_t)h * D;
-#pragma unroll
-        for (int c = 0; c < kMaxDPerLane; ++c) {
-            const int d = lane + c * NF_WARP;
-            if (d < D)
-                dq[d] = nf_to_bf16(dos[warp * D + d] + p.scale * acc[c]); /* dQn = dXr + s dS K */
+        const bool vis = kt + lane < jlim;
+        float qk = 0.0f, dp = 0.0f;
+        for (int d = 0; d < D; ++d) {
+            qk = fmaf(qs[warp * D + d], Ks[lane * DS + d], qk);  /* Qn_i . K_j */
+            dp = fmaf(dos[warp * D + d], Vs[lane * DS + d], dp); /* dP = dO_i . V_j */
         }
+        const float s = p.scale * qk;
+        float ds = 0.0f;
+        if (vis)
+            ds = softmax ? expf(s - lse) * (dp - delta)  /* dS = P (dP - Delta) */
+                         : dp * act_grad(p.act, s);      /* dS = dP act'(S)     */
+        /* masked keys contribute nothing, not 0 * K (a NaN/Inf there stays out) */
+        for (int jj = 0; jj < kTile && kt + jj < jlim; ++jj) {
+            const float db = __shfl_sync(0xffffffffu, ds, jj);
+#pragma unroll
+            for (int c = 0; c < kMaxDPerLane; ++c) {
+                const int d = lane + c * NF_WARP;
+                if (d < D)
+                    acc[c] = fmaf(db, Ks[jj * DS + d], acc[c]);
+            }
+        }
+    }
+    if (!valid)
+        return;
+    nf_bf16 *dq = p.dQn + tq * p.lddqn + (int64_t)h * D;
+#pragma unroll
+    for (int c = 0; c < kMaxDPerLane; ++c) {
+        const int d = lane + c * NF_WARP;
+        if (d < D)
+            dq[d] = nf_to_bf16(dos[warp * D + d] + p.scale * acc[c]); /* dQn = dXr + s dS K */
     }
 }
 
-/* dK_j = s sum_i dS_ij Qn_i,  dV_j = sum_i P_ij dO_i: a warp per key, queries streamed */
+/* dQn_i = dXr_i + s sum_j dS_ij K_j: a warp per query, keys streamed */
 __global__ void __launch_bounds__(kThreads)
-dkv_kernel(const BwdParams p)
+dq_kernel(const BwdParams p)
+{
+    for_each_tile<false>(p.B, p.H, p.n_tiles, p.offsets_q, p.offsets_k,
+                         [&](int h, const Seq &sq, int64_t tile) { dq_query_tile(p, h, sq, tile); });
+}
+
+/* dK, dV of key tile `tile` of head h of sequence sq, by the whole CTA (the
+ * caller, for_each_tile, runs it for tile kRows < Lk only). */
+__device__ __forceinline__ void dkv_key_tile(const BwdParams &p, int h, const Seq &sq, int64_t tile)
 {
     extern __shared__ float smem[];
     const int D = p.D, DS = odd_stride(D);
@@ -151,91 +154,89 @@ dkv_kernel(const BwdParams p)
     float *deltas = lses + kTile;     /* [kTile]     */
     const int warp = threadIdx.x / NF_WARP, lane = threadIdx.x % NF_WARP;
     const bool softmax = p.act == NF_ACT_SOFTMAX;
-    const int64_t items = (int64_t)p.B * p.n_tiles * p.H;
+    const int j = (int)(tile * kRows) + warp; /* this warp's key */
+    const bool valid = j < sq.Lk;
+    const int64_t tk = sq.k0 + j;
+    /* causal: query i sees key j iff i >= j - (Lk - Lq) */
+    const int shift = sq.Lk - sq.Lq;
+    const int first_j = (int)(tile * kRows);
+    int i_start = p.causal ? first_j - shift : 0;
+    i_start = i_start < 0 ? 0 : (i_start / kTile) * kTile;
+    const int imin_own = p.causal ? j - shift : 0;
 
-    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const Item itm = item_of(item, p.H, p.n_tiles, p.offsets_q, p.offsets_k);
-        const int h = itm.h;
-        const int64_t tile = itm.tile;
-        const Seq &sq = itm.sq;
-        if (tile * kRows >= sq.Lk)
-            continue;
-        const int j = (int)(tile * kRows) + warp; /* this warp's key */
-        const bool valid = j < sq.Lk;
-        const int64_t tk = sq.k0 + j;
-        /* causal: query i sees key j iff i >= j - (Lk - Lq) */
-        const int shift = sq.Lk - sq.Lq;
-        const int first_j = (int)(tile * kRows);
-        int i_start = p.causal ? first_j - shift : 0;
-        i_start = i_start < 0 ? 0 : (i_start / kTile) * kTile;
-        const int imin_own = p.causal ? j - shift : 0;
+    __syncthreads();
+    load_head_row(ks + warp * D, p.K, p.ldk, tk, h, D, valid, lane);
+    load_head_row(vs + warp * D, p.V, p.ldv, tk, h, D, valid, lane);
+    float dk[kMaxDPerLane], dv[kMaxDPerLane];
+#pragma unroll
+    for (int c = 0; c < kMaxDPerLane; ++c)
+        dk[c] = dv[c] = 0.0f;
 
+    for (int it = i_start; it < sq.Lq; it += kTile) {
         __syncthreads();
-        load_head_row(ks + warp * D, p.K, p.ldk, tk, h, D, valid, lane);
-        load_head_row(vs + warp * D, p.V, p.ldv, tk, h, D, valid, lane);
-        float dk[kMaxDPerLane], dv[kMaxDPerLane];
-#pragma unroll
-        for (int c = 0; c < kMaxDPerLane; ++c)
-            dk[c] = dv[c] = 0.0f;
-
-        for (int it = i_start; it < sq.Lq; it += kTile) {
-            __syncthreads();
-            load_head_tiles(Qs, DS, p.Qn, p.ldqn, dOs, DS, p.dO, p.lddo, sq.q0, it, sq.Lq, h, D);
-            if (softmax && threadIdx.x < kTile) {
-                const int i = it + threadIdx.x;
-                const bool in = i < sq.Lq;
-                lses[threadIdx.x] = in ? p.lse[(int64_t)h * p.Tq + sq.q0 + i] : 0.0f;
-                deltas[threadIdx.x] = in ? p.delta[(int64_t)h * p.Tq + sq.q0 + i] : 0.0f;
-            }
-            __syncthreads();
-            if (!valid)
-                continue;
-            const int i = it + lane;
-            const bool vis = i < sq.Lq && i >= imin_own;
-            float qk = 0.0f, dp = 0.0f;
-            for (int d = 0; d < D; ++d) {
-                qk = fmaf(Qs[lane * DS + d], ks[warp * D + d], qk);
-                dp = fmaf(dOs[lane * DS + d], vs[warp * D + d], dp);
-            }
-            const float s = p.scale * qk;
-            float pr = 0.0f, ds = 0.0f;
-            if (vis) {
-                if (softmax) {
-                    pr = expf(s - lses[lane]);           /* P = exp(S - lse) */
-                    ds = pr * (dp - deltas[lane]);       /* dS = P (dP - Delta) */
-                } else {
-                    pr = act_fwd(p.act, s);              /* P = act(S) */
-                    ds = dp * act_grad(p.act, s);        /* dS = dP act'(S) */
-                }
-            }
-            /* only the queries that see key j: a masked pair contributes nothing,
-             * not 0 * Qn_i (a NaN query row must not reach the keys it cannot see) */
-            const int ii0 = imin_own > it ? imin_own - it : 0;
-            for (int ii = ii0; ii < kTile && it + ii < sq.Lq; ++ii) {
-                const float pb = __shfl_sync(0xffffffffu, pr, ii);
-                const float db = __shfl_sync(0xffffffffu, ds, ii);
-#pragma unroll
-                for (int c = 0; c < kMaxDPerLane; ++c) {
-                    const int d = lane + c * NF_WARP;
-                    if (d < D) {
-                        dv[c] = fmaf(pb, dOs[ii * DS + d], dv[c]);
-                        dk[c] = fmaf(db, Qs[ii * DS + d], dk[c]);
-                    }
-                }
-            }
+        load_head_tiles(Qs, DS, p.Qn, p.ldqn, dOs, DS, p.dO, p.lddo, sq.q0, it, sq.Lq, h, D);
+        if (softmax && threadIdx.x < kTile) {
+            const int i = it + threadIdx.x;
+            const bool in = i < sq.Lq;
+            lses[threadIdx.x] = in ? p.lse[(int64_t)h * p.Tq + sq.q0 + i] : 0.0f;
+            deltas[threadIdx.x] = in ? p.delta[(int64_t)h * p.Tq + sq.q0 + i] : 0.0f;
         }
+        __syncthreads();
         if (!valid)
             continue;
-        nf_bf16 *dkp = p.dK + tk * p.lddk + (int64_t)h * D, *dvp = p.dV + tk * p.lddv + (int64_t)h * D;
+        const int i = it + lane;
+        const bool vis = i < sq.Lq && i >= imin_own;
+        float qk = 0.0f, dp = 0.0f;
+        for (int d = 0; d < D; ++d) {
+            qk = fmaf(Qs[lane * DS + d], ks[warp * D + d], qk);
+            dp = fmaf(dOs[lane * DS + d], vs[warp * D + d], dp);
+        }
+        const float s = p.scale * qk;
+        float pr = 0.0f, ds = 0.0f;
+        if (vis) {
+            if (softmax) {
+                pr = expf(s - lses[lane]);           /* P = exp(S - lse) */
+                ds = pr * (dp - deltas[lane]);       /* dS = P (dP - Delta) */
+            } else {
+                pr = act_fwd(p.act, s);              /* P = act(S) */
+                ds = dp * act_grad(p.act, s);        /* dS = dP act'(S) */
+            }
+        }
+        /* only the queries that see key j: a masked pair contributes nothing,
+         * not 0 * Qn_i (a NaN query row must not reach the keys it cannot see) */
+        const int ii0 = imin_own > it ? imin_own - it : 0;
+        for (int ii = ii0; ii < kTile && it + ii < sq.Lq; ++ii) {
+            const float pb = __shfl_sync(0xffffffffu, pr, ii);
+            const float db = __shfl_sync(0xffffffffu, ds, ii);
 #pragma unroll
-        for (int c = 0; c < kMaxDPerLane; ++c) {
-            const int d = lane + c * NF_WARP;
-            if (d < D) {
-                dkp[d] = nf_to_bf16(p.scale * dk[c]); /* dK = s dS^T Qn */
-                dvp[d] = nf_to_bf16(dv[c]);           /* dV = P^T dO    */
+            for (int c = 0; c < kMaxDPerLane; ++c) {
+                const int d = lane + c * NF_WARP;
+                if (d < D) {
+                    dv[c] = fmaf(pb, dOs[ii * DS + d], dv[c]);
+                    dk[c] = fmaf(db, Qs[ii * DS + d], dk[c]);
+                }
             }
         }
     }
+    if (!valid)
+        return;
+    nf_bf16 *dkp = p.dK + tk * p.lddk + (int64_t)h * D, *dvp = p.dV + tk * p.lddv + (int64_t)h * D;
+#pragma unroll
+    for (int c = 0; c < kMaxDPerLane; ++c) {
+        const int d = lane + c * NF_WARP;
+        if (d < D) {
+            dkp[d] = nf_to_bf16(p.scale * dk[c]); /* dK = s dS^T Qn */
+            dvp[d] = nf_to_bf16(dv[c]);           /* dV = P^T dO    */
+        }
+    }
+}
+
+/* dK_j = s sum_i dS_ij Qn_i,  dV_j = sum_i P_ij dO_i: a warp per key, queries streamed */
+__global__ void __launch_bounds__(kThreads)
+dkv_kernel(const BwdParams p)
+{
+    for_each_tile<true>(p.B, p.H, p.n_tiles, p.offsets_q, p.offsets_k,
+                        [&](int h, const Seq &sq, int64_t tile) { dkv_key_tile(p, h, sq, tile); });
 }
 
 size_t dq_smem_bytes(int D) { return sizeof(float) * (2 * (size_t)kTile * odd_stride(D) + 2 * kRows * D); }

@@ -103,6 +103,26 @@ __device__ __forceinline__ Item item_of(int64_t item, int H, int64_t n_tiles, co
     return it;
 }
 
+/* Calls tile_fn(h, sq, t) for each tile of this CTA's work items: items
+ * (sequence, tile, head), n_tiles tiles a sequence (the bound max_seqlen
+ * sized them), strided over the grid.  An item with tile t also runs tiles
+ * t + n_tiles, t + 2 n_tiles, ... while t kRows < the sequence's rows (its
+ * keys when kKeys, else its queries), so a sequence longer than the bound is
+ * still covered whole, each tile by the same code as under a larger bound.
+ * The test is uniform over the CTA. */
+template <bool kKeys, class TileFn>
+__device__ __forceinline__ void for_each_tile(int B, int H, int64_t n_tiles, const int32_t *offsets_q,
+                                              const int32_t *offsets_k, TileFn tile_fn)
+{
+    const int64_t items = (int64_t)B * n_tiles * H;
+    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const Item it = item_of(item, H, n_tiles, offsets_q, offsets_k);
+        const int rows = kKeys ? it.sq.Lk : it.sq.Lq;
+        for (int64_t t = it.tile; t * kRows < rows; t += n_tiles)
+            tile_fn(it.h, it.sq, t);
+    }
+}
+
 /* A query tile: this warp's query i (valid when i < Lq), the first key it
  * cannot see (jlim; 0 when invalid) and the first key no warp of the CTA sees
  * (kmax).  The caller skips tiles with tile kRows >= Lq. */

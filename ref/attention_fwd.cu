@@ -18,7 +18,10 @@
  * online softmax (m, l; acc rescaled by exp(m_old - m_new)), and every lane
  * accumulates acc[d] += sum_j p_j V[j][d] for the head dims it owns
  * (d = lane + 32 c).  Work items (sequence, query tile, head) are strided
- * over a bounded grid, so any B and sequence length fit.
+ * over a bounded grid, so any B and sequence length fit; an item with query
+ * tile t also runs tiles t + n, t + 2n, ... of its sequence (n = the tiles
+ * max_seqlen_q sized the grid by), so a sequence longer than that bound is
+ * still computed whole, and the same way (normfuse.h).
  */
 #include "attention_common.cuh"
 
@@ -40,8 +43,9 @@ struct FwdParams {
     float *lse; /* [H, Tq] or NULL */
 };
 
-__global__ void __launch_bounds__(kThreads)
-attention_fwd_kernel(const FwdParams p)
+/* Query tile `tile` of head h of sequence sq, by the whole CTA (the
+ * caller, for_each_tile, runs it for tile kRows < Lq only). */
+__device__ __forceinline__ void fwd_query_tile(const FwdParams &p, int h, const Seq &sq, int64_t tile)
 {
     extern __shared__ float smem[];
     const int D = p.D, DS = odd_stride(D);
@@ -50,82 +54,80 @@ attention_fwd_kernel(const FwdParams p)
     float *qs = Vs + kTile * D;       /* [kRows][D]  */
     const int warp = threadIdx.x / NF_WARP, lane = threadIdx.x % NF_WARP;
     const bool softmax = p.act == NF_ACT_SOFTMAX;
-    const int64_t items = (int64_t)p.B * p.n_qtiles * p.H;
+    const QueryRows q = query_rows(p.causal, tile, warp, sq); /* this warp's query */
+    const int i = q.i, jlim = q.jlim;
+    const bool valid = q.valid;
 
-    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-        const Item it = item_of(item, p.H, p.n_qtiles, p.offsets_q, p.offsets_k);
-        const int h = it.h;
-        const Seq &sq = it.sq;
-        if (it.tile * kRows >= sq.Lq)
-            continue; /* uniform over the CTA */
-        const QueryRows q = query_rows(p.causal, it.tile, warp, sq); /* this warp's query */
-        const int i = q.i, jlim = q.jlim;
-        const bool valid = q.valid;
+    __syncthreads(); /* the previous tile may still read qs */
+    load_head_row(qs + warp * D, p.Qn, p.ldqn, sq.q0 + i, h, D, valid, lane);
 
-        __syncthreads(); /* the previous item may still read qs */
-        load_head_row(qs + warp * D, p.Qn, p.ldqn, sq.q0 + i, h, D, valid, lane);
-
-        float m = -INFINITY, l = 0.0f, acc[kMaxDPerLane];
+    float m = -INFINITY, l = 0.0f, acc[kMaxDPerLane];
 #pragma unroll
-        for (int c = 0; c < kMaxDPerLane; ++c)
-            acc[c] = 0.0f;
+    for (int c = 0; c < kMaxDPerLane; ++c)
+        acc[c] = 0.0f;
 
-        for (int kt = 0; kt < q.kmax; kt += kTile) {
-            __syncthreads();
-            load_head_tiles(Ks, DS, p.K, p.ldk, Vs, D, p.V, p.ldv, sq.k0, kt, sq.Lk, h, D);
-            __syncthreads();
-            if (!valid)
-                continue;
-            /* s_j = scale * q . k_j, lane = key */
-            const int j = kt + lane;
-            const bool vis = j < jlim;
-            float dot = 0.0f;
-            for (int d = 0; d < D; ++d)
-                dot = fmaf(qs[warp * D + d], Ks[lane * DS + d], dot);
-            const float s = p.scale * dot;
-            float pj;
-            if (softmax) {
-                /* a NaN score (NaN/Inf in Q, K or the scale) makes the row NaN, as in the oracle */
-                const float m_new = nf_max_keep_nan(m, nf_warp_max_keep_nan(vis ? s : -INFINITY));
-                if (m_new == -INFINITY)
-                    continue; /* nothing visible yet */
-                const float corr = expf(m - m_new); /* exp(m_old - m_new); 0 when m_old = -inf */
-                pj = vis ? expf(s - m_new) : 0.0f;
-                l = l * corr + nf_warp_sum(pj);
-#pragma unroll
-                for (int c = 0; c < kMaxDPerLane; ++c)
-                    acc[c] *= corr;
-                m = m_new;
-            } else {
-                pj = vis ? act_fwd(p.act, s) : 0.0f; /* masked: p = 0 */
-            }
-            /* acc[d] += sum_j p_j V[j][d] */
-            /* masked keys contribute nothing, not 0 * V (a NaN/Inf there stays out) */
-            for (int jj = 0; jj < kTile && kt + jj < jlim; ++jj) {
-                const float pb = __shfl_sync(0xffffffffu, pj, jj);
-#pragma unroll
-                for (int c = 0; c < kMaxDPerLane; ++c) {
-                    const int d = lane + c * NF_WARP;
-                    if (d < D)
-                        acc[c] = fmaf(pb, Vs[jj * D + d], acc[c]);
-                }
-            }
-        }
+    for (int kt = 0; kt < q.kmax; kt += kTile) {
+        __syncthreads();
+        load_head_tiles(Ks, DS, p.K, p.ldk, Vs, D, p.V, p.ldv, sq.k0, kt, sq.Lk, h, D);
+        __syncthreads();
         if (!valid)
             continue;
-        /* O = acc / l (softmax; 0 when no key is visible: l = 0), lse = m + log l;
-         * l != 0 rather than l > 0 so that a NaN row stays NaN */
-        const float inv_l = (softmax && l != 0.0f) ? 1.0f / l : 0.0f;
-        nf_bf16 *o = p.O + (sq.q0 + i) * p.ldo + (int64_t)h * D;
+        /* s_j = scale * q . k_j, lane = key */
+        const int j = kt + lane;
+        const bool vis = j < jlim;
+        float dot = 0.0f;
+        for (int d = 0; d < D; ++d)
+            dot = fmaf(qs[warp * D + d], Ks[lane * DS + d], dot);
+        const float s = p.scale * dot;
+        float pj;
+        if (softmax) {
+            /* a NaN score (NaN/Inf in Q, K or the scale) makes the row NaN, as in the oracle */
+            const float m_new = nf_max_keep_nan(m, nf_warp_max_keep_nan(vis ? s : -INFINITY));
+            if (m_new == -INFINITY)
+                continue; /* nothing visible yet */
+            const float corr = expf(m - m_new); /* exp(m_old - m_new); 0 when m_old = -inf */
+            pj = vis ? expf(s - m_new) : 0.0f;
+            l = l * corr + nf_warp_sum(pj);
 #pragma unroll
-        for (int c = 0; c < kMaxDPerLane; ++c) {
-            const int d = lane + c * NF_WARP;
-            if (d < D)
-                o[d] = nf_to_bf16(softmax ? acc[c] * inv_l : acc[c]);
+            for (int c = 0; c < kMaxDPerLane; ++c)
+                acc[c] *= corr;
+            m = m_new;
+        } else {
+            pj = vis ? act_fwd(p.act, s) : 0.0f; /* masked: p = 0 */
         }
-        if (softmax && p.lse && lane == 0)
-            p.lse[(int64_t)h * p.Tq + sq.q0 + i] = l != 0.0f ? m + logf(l) : -INFINITY;
+        /* acc[d] += sum_j p_j V[j][d] */
+        /* masked keys contribute nothing, not 0 * V (a NaN/Inf there stays out) */
+        for (int jj = 0; jj < kTile && kt + jj < jlim; ++jj) {
+            const float pb = __shfl_sync(0xffffffffu, pj, jj);
+#pragma unroll
+            for (int c = 0; c < kMaxDPerLane; ++c) {
+                const int d = lane + c * NF_WARP;
+                if (d < D)
+                    acc[c] = fmaf(pb, Vs[jj * D + d], acc[c]);
+            }
+        }
     }
+    if (!valid)
+        return;
+    /* O = acc / l (softmax; 0 when no key is visible: l = 0), lse = m + log l;
+     * l != 0 rather than l > 0 so that a NaN row stays NaN */
+    const float inv_l = (softmax && l != 0.0f) ? 1.0f / l : 0.0f;
+    nf_bf16 *o = p.O + (sq.q0 + i) * p.ldo + (int64_t)h * D;
+#pragma unroll
+    for (int c = 0; c < kMaxDPerLane; ++c) {
+        const int d = lane + c * NF_WARP;
+        if (d < D)
+            o[d] = nf_to_bf16(softmax ? acc[c] * inv_l : acc[c]);
+    }
+    if (softmax && p.lse && lane == 0)
+        p.lse[(int64_t)h * p.Tq + sq.q0 + i] = l != 0.0f ? m + logf(l) : -INFINITY;
+}
+
+__global__ void __launch_bounds__(kThreads)
+attention_fwd_kernel(const FwdParams p)
+{
+    for_each_tile<false>(p.B, p.H, p.n_qtiles, p.offsets_q, p.offsets_k,
+                         [&](int h, const Seq &sq, int64_t tile) { fwd_query_tile(p, h, sq, tile); });
 }
 
 size_t fwd_smem_bytes(int D) { return sizeof(float) * ((size_t)kTile * odd_stride(D) + kTile * D + kRows * D); }

@@ -439,10 +439,12 @@ float nf_attention_default_scale(nf_activation act, int32_t D)
     return 1.0f;
 }
 
-/* max_seqlen bounds the longest of B sequences holding T tokens in all, so
- * it is at least ceil(T / B): the kernels size their grid by it, and a
- * smaller bound would leave rows uncomputed.  (The offsets themselves are
- * device data, read by no host check.) */
+/* max_seqlen is the longest of B sequences holding T tokens in all, so it is
+ * at least ceil(T / B); a smaller value cannot be the longest and is refused
+ * as inconsistent.  The offsets themselves are device data, read by no host
+ * check: the kernels size their grid by max_seqlen but cover every row of a
+ * longer sequence too, so any value from ceil(T / B) up gives the same
+ * result. */
 static nf_status bounds_longest(const char *fn, int32_t max_seqlen, int64_t T, int32_t B, const char *name,
                                 const char *tname)
 {

@@ -1012,13 +1012,16 @@ nf_status launch_scalar(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
  * counts the kernel's static shared memory too, so a dynamic size just under
  * or at 48 KB does not launch without it (LayerNorm n = 6144, RMSNorm
  * n = 12288 failed with "invalid argument" when the opt-in started past
- * 48 KB). */
+ * 48 KB).  The opt-in is the kernel's longest row's (max_nv vectors), the
+ * same value for every call: a context on another thread may launch the same
+ * kernel for a longer row between this call and the launch. */
 template <class Cols, class Kernel>
-nf_status columns_smem(Kernel kernel, const nf_norm_bwd_args *a, size_t *smem)
+nf_status columns_smem(Kernel kernel, const nf_norm_bwd_args *a, int64_t max_nv, size_t *smem)
 {
     *smem = Cols::smem_bytes(a->n / NF_VEC);
     if (*smem > 0)
-        NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)*smem));
+        NF_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)Cols::smem_bytes(max_nv)));
     return NF_OK;
 }
 
@@ -1136,7 +1139,7 @@ nf_status launch_vec_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     auto kernel = vec_kernel<TPR, VPT, LN, Cols>();
     const int64_t groups = (a->M + ROWS - 1) / ROWS;
     size_t smem;
-    NF_TRY(columns_smem<Cols>(kernel, a, &smem));
+    NF_TRY(columns_smem<Cols>(kernel, a, TPR * VPT, &smem));
     if constexpr (Cols::kOn) {
         int64_t grid;
         int cluster;
@@ -1158,7 +1161,7 @@ nf_status launch_pipe_kind(nf_context *ctx, const nf_norm_bwd_args *a, int slot)
     constexpr int CTA = nf_cta_threads<TPR>(), ROWS = CTA / TPR;
     auto kernel = norm_bwd_pipe<TPR, VPT, LN, Cols>;
     size_t smem;
-    NF_TRY(columns_smem<Cols>(kernel, a, &smem));
+    NF_TRY(columns_smem<Cols>(kernel, a, TPR * VPT, &smem));
     const int64_t groups = (a->M + ROWS - 1) / ROWS;
     int64_t grid;
     int cluster;

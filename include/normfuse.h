@@ -285,12 +285,17 @@ const char *nf_activation_name(nf_activation act);
 float nf_attention_default_scale(nf_activation act, int32_t D);
 
 #define NF_ATTENTION_MAX_D 256
+/* Tokens of a jagged batch, Tq and Tk: the offsets are int32, and the
+ * kernels step through a sequence with 32-bit row counters that must not
+ * wrap past its end. */
+#define NF_ATTENTION_MAX_TOKENS (1 << 30)
 
 typedef struct nf_attention_fwd_args {
     int32_t B;             /* sequences, >= 1                                 */
     int32_t H;             /* heads, >= 1                                     */
     int32_t D;             /* head dim, 1 .. NF_ATTENTION_MAX_D; H*D <= NF_NORM_MAX_N */
-    int64_t Tq, Tk;        /* total query / key tokens of the jagged batch    */
+    int64_t Tq, Tk;        /* total query / key tokens of the jagged batch,   */
+                           /* <= NF_ATTENTION_MAX_TOKENS                      */
     const int32_t *offsets_q; /* [B+1] device, 0 = o[0] <= ... <= o[B] = Tq   */
     const int32_t *offsets_k; /* [B+1] device or NULL (= offsets_q, Tk = Tq)  */
     int32_t max_seqlen_q;  /* the longest query sequence, and                 */

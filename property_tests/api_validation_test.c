@@ -116,11 +116,20 @@ Test(api_validation, size_out_of_range)
     t = attention_fwd();
     t.max_seqlen_k = -1;
     expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_SIZE, "max_seqlen_k is -1");
+    /* the kernels' 32-bit row counters must not wrap past a sequence's end */
+    t = attention_fwd();
+    t.Tk = (int64_t)NF_ATTENTION_MAX_TOKENS + 1;
+    t.offsets_k = offsets;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_SIZE, "Tk is 1073741825");
+    nf_attention_bwd_args b = {.B = 2, .H = 2, .D = 8, .Tq = (int64_t)NF_ATTENTION_MAX_TOKENS + 1, .Tk = 9,
+                               .offsets_q = offsets, .offsets_k = offsets, .max_seqlen_q = 5,
+                               .max_seqlen_k = 5};
+    expect(nf_attention_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_BAD_SIZE, "Tq is 1073741825");
 }
 
 /* The longest of B sequences holding T tokens has at least ceil(T / B): a
- * smaller max_seqlen would size a grid that leaves rows (or, with none, every
- * key's dK and dV) uncomputed, silently. */
+ * smaller max_seqlen cannot be the longest, and is refused as inconsistent
+ * (any larger one gives the same result, normfuse.h). */
 Test(api_validation, max_seqlen_below_the_tokens_per_sequence)
 {
     nf_attention_fwd_args t = attention_fwd(); /* B = 2, Tq = Tk = 9: at least 5 */
@@ -130,7 +139,7 @@ Test(api_validation, max_seqlen_below_the_tokens_per_sequence)
     t = attention_fwd();
     t.max_seqlen_q = 4;
     expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_INCONSISTENT, "max_seqlen_q is 4");
-    /* the backward shares the check (dK and dV were never written) */
+    /* the backward shares the check */
     const nf_attention_bwd_args b = {.B = 2, .H = 2, .D = 8, .Tq = 9, .Tk = 9, .offsets_q = offsets,
                                      .max_seqlen_q = 5, .max_seqlen_k = 0};
     expect(nf_attention_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_INCONSISTENT, "max_seqlen_k is 0");

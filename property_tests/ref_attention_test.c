@@ -232,19 +232,34 @@ Test(ref_attention, long_jagged_sequences_within_budget, .timeout = 900)
 
 /* ---- the bounds max_seqlen_q / max_seqlen_k ---------------------------------- */
 
-/* A jagged batch whose longest sequences are far above ceil(T/B) (the least
- * bound the API takes): queries 3 + 57 + 10 (Tq = 70, ceil 24), keys
- * 41 + 5 + 44 (Tk = 90, ceil 30).  With 8 rows per CTA, a grid sized by 24
- * has 3 query tiles a sequence where the longest needs 8. */
-enum { SB = 3, SH = 2, SD = 64, STQ = 70, STK = 90, N_BOUNDS = 3 };
-static const int32_t seq_oq[SB + 1] = {0, 3, 60, 70}, seq_ok[SB + 1] = {0, 41, 46, 90};
+/* A jagged batch, its longest sequences, and the bounds each launch is given:
+ * [0] the longest (whose launch runs last and whose outputs the others are
+ * compared with), then the others. */
+enum { N_BOUNDS = 4 };
+typedef struct seq_batch {
+    int32_t B, H, D;
+    int64_t Tq, Tk;
+    int32_t *oq, *ok; /* host offsets, [B+1] each */
+    int32_t bq[N_BOUNDS], bk[N_BOUNDS];
+} seq_batch;
 
-static int32_t seq_longest(const int32_t *o)
+static int32_t seq_longest(const int32_t *o, int32_t B)
 {
     int32_t m = 0;
-    for (int b = 0; b < SB; ++b)
+    for (int32_t b = 0; b < B; ++b)
         m = o[b + 1] - o[b] > m ? o[b + 1] - o[b] : m;
     return m;
+}
+
+/* The bounds: the longest, ceil(T/B) (the least the API takes), twice the
+ * longest, and INT32_MAX (the most it takes). */
+static void seq_bounds(seq_batch *s)
+{
+    const int32_t lq = seq_longest(s->oq, s->B), lk = seq_longest(s->ok, s->B);
+    const int32_t bq[N_BOUNDS] = {lq, (int32_t)((s->Tq + s->B - 1) / s->B), 2 * lq, INT32_MAX};
+    const int32_t bk[N_BOUNDS] = {lk, (int32_t)((s->Tk + s->B - 1) / s->B), 2 * lk, INT32_MAX};
+    memcpy(s->bq, bq, sizeof bq);
+    memcpy(s->bk, bk, sizeof bk);
 }
 
 typedef struct seq_buf { /* a device output and its host copies, one per bound */
@@ -272,7 +287,7 @@ static void seq_buf_free(seq_buf *b)
 
 /* Outputs of bound k == those of bound 0 (the longest), bit for bit; bound 0
  * wrote every element (the poison is gone).  Returns the failures. */
-static int seq_bufs_agree(const seq_buf *bufs, int count, const char *what, const int32_t *bq, const int32_t *bk)
+static int seq_bufs_agree(const seq_buf *bufs, int count, const char *what, const seq_batch *s)
 {
     int bad = 0;
     for (int i = 0; i < count; ++i) {
@@ -283,12 +298,12 @@ static int seq_bufs_agree(const seq_buf *bufs, int count, const char *what, cons
                                             : unwritten_bf16(b->host[0], 1, (int64_t)(b->bytes / 2), 0);
         bad += unwritten != 0;
         cr_expect(unwritten == 0, "%s: %s has %lld elements unwritten with max_seqlen = the longest (%d, %d)",
-                  what, b->name, (long long)unwritten, bq[0], bk[0]);
+                  what, b->name, (long long)unwritten, s->bq[0], s->bk[0]);
         for (int k = 1; k < N_BOUNDS; ++k) {
             const int same = memcmp(b->host[0], b->host[k], b->bytes) == 0;
             bad += !same;
             cr_expect(same, "%s: %s with max_seqlen_q/k = %d/%d differs from its bits with the longest, %d/%d",
-                      what, b->name, bq[k], bk[k], bq[0], bk[0]);
+                      what, b->name, s->bq[k], s->bk[k], s->bq[0], s->bk[0]);
         }
     }
     return bad;
@@ -338,63 +353,68 @@ static nf_status seq_launch_bwd(nf_context *ctx, nf_impl impl, void *args, int32
  * them after each; the longest (bound 0) last, so that the backward reads
  * the forward's outputs of that launch.  Returns 1 when impl is not built. */
 static int seq_run_bounds(nf_context *ctx, nf_impl impl, seq_launch_fn launch, void *args, seq_buf *bufs,
-                          int count, const int32_t *bq, const int32_t *bk, const char *what)
+                          int count, const seq_batch *s, const char *what)
 {
     for (int k = N_BOUNDS - 1; k >= 0; --k) {
         seq_poison(bufs, count);
-        if (seq_launched(launch(ctx, impl, args, bq[k], bk[k]), impl, what))
+        if (seq_launched(launch(ctx, impl, args, s->bq[k], s->bk[k]), impl, what))
             return 1;
         seq_download(bufs, count, k);
     }
     return 0;
 }
 
-Test(ref_attention, any_max_seqlen_from_ceil_T_over_B_gives_the_same_bits, .timeout = 600)
+static void *seq_host(size_t bytes)
 {
-    const int64_t HD = (int64_t)SH * SD;
-    const int32_t lq = seq_longest(seq_oq), lk = seq_longest(seq_ok);
-    const int32_t bq[N_BOUNDS] = {lq, (STQ + SB - 1) / SB, 2 * lq};
-    const int32_t bk[N_BOUNDS] = {lk, (STK + SB - 1) / SB, 2 * lk};
-    cr_assert(lq > 2 * bq[1] && lk > bk[1], "the batch must have sequences far longer than ceil(T/B)");
+    void *p = malloc(bytes);
+    cr_assert(p, "host allocation of %zu bytes failed", bytes);
+    return p;
+}
+
+/* Forward and backward of batch s under every bound, for every impl that
+ * runs attention, softmax and silu, causal and not: the same bits as with
+ * the longest sequences as bounds, and every output written.  Inputs from
+ * NF_SEED's trial `salt`. */
+static void seq_check_bounds(const seq_batch *s, uint64_t salt, const char *test)
+{
+    const int64_t HD = (int64_t)s->H * s->D, Tq = s->Tq, Tk = s->Tk;
     const uint64_t base = nf_test_seed(DEFAULT_SEED);
     nf_rng r;
-    nf_rng_seed(&r, nf_seed_mix(base, 4000));
+    nf_rng_seed(&r, nf_seed_mix(base, salt));
 
     /* inputs */
-    nf_bf16 *hQ = malloc(sizeof(nf_bf16) * STQ * HD), *hK = malloc(sizeof(nf_bf16) * STK * HD);
-    nf_bf16 *hV = malloc(sizeof(nf_bf16) * STK * HD), *hdY = malloc(sizeof(nf_bf16) * STQ * HD);
-    nf_bf16 *hw = malloc(sizeof(nf_bf16) * 3 * HD);
-    cr_assert(hQ && hK && hV && hdY && hw, "host allocation failed");
-    nf_rng_fill_bf16(&r, hQ, STQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
-    nf_rng_fill_bf16(&r, hK, STK * HD, NF_DIST_NORMAL, 1.0, 0.0);
-    nf_rng_fill_bf16(&r, hV, STK * HD, NF_DIST_NORMAL, 1.0, 0.0);
-    nf_rng_fill_bf16(&r, hdY, STQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
+    const size_t tq_hd = sizeof(nf_bf16) * (size_t)(Tq * HD), tk_hd = sizeof(nf_bf16) * (size_t)(Tk * HD);
+    nf_bf16 *hQ = seq_host(tq_hd), *hK = seq_host(tk_hd), *hV = seq_host(tk_hd), *hdY = seq_host(tq_hd);
+    nf_bf16 *hw = seq_host(sizeof(nf_bf16) * 3 * (size_t)HD);
+    nf_rng_fill_bf16(&r, hQ, Tq * HD, NF_DIST_NORMAL, 1.0, 0.0);
+    nf_rng_fill_bf16(&r, hK, Tk * HD, NF_DIST_NORMAL, 1.0, 0.0);
+    nf_rng_fill_bf16(&r, hV, Tk * HD, NF_DIST_NORMAL, 1.0, 0.0);
+    nf_rng_fill_bf16(&r, hdY, Tq * HD, NF_DIST_NORMAL, 1.0, 0.0);
     nf_rng_fill_attention_norm_weights(&r, hw, hw + HD, hw + 2 * HD, HD);
-    int32_t *oq = gpu_upload(seq_oq, sizeof seq_oq, 0), *ok = gpu_upload(seq_ok, sizeof seq_ok, 0);
-    nf_bf16 *Q = gpu_upload(hQ, sizeof(nf_bf16) * STQ * HD, 0), *K = gpu_upload(hK, sizeof(nf_bf16) * STK * HD, 0);
-    nf_bf16 *V = gpu_upload(hV, sizeof(nf_bf16) * STK * HD, 0), *dY = gpu_upload(hdY, sizeof(nf_bf16) * STQ * HD, 0);
-    nf_bf16 *w = gpu_upload(hw, sizeof(nf_bf16) * 3 * HD, 0);
+    const size_t offs = sizeof(int32_t) * ((size_t)s->B + 1);
+    int32_t *oq = gpu_upload(s->oq, offs, 0), *ok = gpu_upload(s->ok, offs, 0);
+    nf_bf16 *Q = gpu_upload(hQ, tq_hd, 0), *K = gpu_upload(hK, tk_hd, 0), *V = gpu_upload(hV, tk_hd, 0);
+    nf_bf16 *dY = gpu_upload(hdY, tq_hd, 0), *w = gpu_upload(hw, sizeof(nf_bf16) * 3 * (size_t)HD, 0);
     /* forward outputs (O, the statistics and lse are the backward's inputs) */
-    const size_t tq_hd = sizeof(nf_bf16) * STQ * HD, tk_hd = sizeof(nf_bf16) * STK * HD;
     nf_bf16 *Y = gpu_alloc(tq_hd, 0), *O = gpu_alloc(tq_hd, 0);
-    float *st = gpu_alloc(sizeof(float) * STQ * (3 + SH), 0);
+    float *st = gpu_alloc(sizeof(float) * (size_t)(Tq * (3 + s->H)), 0);
     /* backward outputs */
     nf_bf16 *dQ = gpu_alloc(tq_hd, 0), *dK = gpu_alloc(tk_hd, 0), *dV = gpu_alloc(tk_hd, 0);
-    nf_bf16 *dw = gpu_alloc(sizeof(nf_bf16) * 3 * HD, 0);
+    nf_bf16 *dw = gpu_alloc(sizeof(nf_bf16) * 3 * (size_t)HD, 0);
 
     seq_buf fb[6], bb[6];
     seq_buf_init(&fb[0], "Y", Y, tq_hd, 0);
     seq_buf_init(&fb[1], "O", O, tq_hd, 0);
-    seq_buf_init(&fb[2], "ln_mean", st, sizeof(float) * STQ, 1);
-    seq_buf_init(&fb[3], "ln_rstd", st + STQ, sizeof(float) * STQ, 1);
-    seq_buf_init(&fb[4], "rms_rstd", st + 2 * STQ, sizeof(float) * STQ, 1);
-    seq_buf_init(&fb[5], "lse", st + 3 * STQ, sizeof(float) * STQ * SH, 1);
+    seq_buf_init(&fb[2], "ln_mean", st, sizeof(float) * (size_t)Tq, 1);
+    seq_buf_init(&fb[3], "ln_rstd", st + Tq, sizeof(float) * (size_t)Tq, 1);
+    seq_buf_init(&fb[4], "rms_rstd", st + 2 * Tq, sizeof(float) * (size_t)Tq, 1);
+    seq_buf_init(&fb[5], "lse", st + 3 * Tq, sizeof(float) * (size_t)(Tq * s->H), 1);
     seq_buf_init(&bb[0], "dQ", dQ, tq_hd, 0);
     seq_buf_init(&bb[1], "dK", dK, tk_hd, 0);
     seq_buf_init(&bb[2], "dV", dV, tk_hd, 0);
-    seq_buf_init(&bb[3], "dg_ln", dw, sizeof(nf_bf16) * HD, 0);
-    seq_buf_init(&bb[4], "db_ln", dw + HD, sizeof(nf_bf16) * HD, 0);
-    seq_buf_init(&bb[5], "dg_rms", dw + 2 * HD, sizeof(nf_bf16) * HD, 0);
+    seq_buf_init(&bb[3], "dg_ln", dw, sizeof(nf_bf16) * (size_t)HD, 0);
+    seq_buf_init(&bb[4], "db_ln", dw + HD, sizeof(nf_bf16) * (size_t)HD, 0);
+    seq_buf_init(&bb[5], "dg_rms", dw + 2 * HD, sizeof(nf_bf16) * (size_t)HD, 0);
 
     nf_context *ctx = NULL;
     NF_CHECK(nf_context_create(&ctx, 0));
@@ -406,42 +426,42 @@ Test(ref_attention, any_max_seqlen_from_ceil_T_over_B_gives_the_same_bits, .time
             for (int causal = 0; causal <= 1; ++causal) {
                 const nf_activation act = acts[ai];
                 const int softmax = act == NF_ACT_SOFTMAX;
-                char what[96];
-                snprintf(what, sizeof what, "%s act=%s causal=%d", nf_impl_name(impls[ii]),
-                         nf_activation_name(act), causal);
-                fb[5].dev = softmax ? st + 3 * STQ : NULL;
+                char what[160];
+                snprintf(what, sizeof what, "B=%d H=%d D=%d Tq=%lld Tk=%lld %s act=%s causal=%d", s->B, s->H,
+                         s->D, (long long)Tq, (long long)Tk, nf_impl_name(impls[ii]), nf_activation_name(act),
+                         causal);
+                fb[5].dev = softmax ? st + 3 * Tq : NULL;
                 nf_attention_fwd_args fa = {
-                    .B = SB, .H = SH, .D = SD, .Tq = STQ, .Tk = STK, .offsets_q = oq, .offsets_k = ok,
+                    .B = s->B, .H = s->H, .D = s->D, .Tq = Tq, .Tk = Tk, .offsets_q = oq, .offsets_k = ok,
                     .Q = Q, .ldq = HD, .K = K, .ldk = HD, .V = V, .ldv = HD, .act = act,
-                    .scale = nf_attention_default_scale(act, SD), .causal = causal,
+                    .scale = nf_attention_default_scale(act, s->D), .causal = causal,
                     .g_ln = w, .b_ln = w + HD, .eps_ln = 1e-5f, .g_rms = w + 2 * HD, .eps_rms = 1e-6f,
-                    .Y = Y, .ldy = HD, .O = O, .ldo = HD, .ln_mean = st, .ln_rstd = st + STQ,
-                    .rms_rstd = st + 2 * STQ, .lse = softmax ? st + 3 * STQ : NULL,
+                    .Y = Y, .ldy = HD, .O = O, .ldo = HD, .ln_mean = st, .ln_rstd = st + Tq,
+                    .rms_rstd = st + 2 * Tq, .lse = softmax ? st + 3 * Tq : NULL,
                 };
-                char dir[112];
+                char dir[176];
                 snprintf(dir, sizeof dir, "forward %s", what);
-                if (seq_run_bounds(ctx, impls[ii], seq_launch_fwd, &fa, fb, 6, bq, bk, dir))
+                if (seq_run_bounds(ctx, impls[ii], seq_launch_fwd, &fa, fb, 6, s, dir))
                     continue;
-                bad += seq_bufs_agree(fb, 6, dir, bq, bk);
+                bad += seq_bufs_agree(fb, 6, dir, s);
 
                 nf_attention_bwd_args ba = {
-                    .B = SB, .H = SH, .D = SD, .Tq = STQ, .Tk = STK, .offsets_q = oq, .offsets_k = ok,
+                    .B = s->B, .H = s->H, .D = s->D, .Tq = Tq, .Tk = Tk, .offsets_q = oq, .offsets_k = ok,
                     .Q = Q, .ldq = HD, .K = K, .ldk = HD, .V = V, .ldv = HD, .act = act,
                     .scale = fa.scale, .causal = causal, .g_ln = w, .b_ln = w + HD, .eps_ln = fa.eps_ln,
                     .g_rms = w + 2 * HD, .eps_rms = fa.eps_rms, .residual_is_q = 1, .O = O, .ldo = HD,
-                    .ln_mean = st, .ln_rstd = st + STQ, .rms_rstd = st + 2 * STQ, .lse = fa.lse,
+                    .ln_mean = st, .ln_rstd = st + Tq, .rms_rstd = st + 2 * Tq, .lse = fa.lse,
                     .dY = dY, .lddy = HD, .dQ = dQ, .lddq = HD, .dK = dK, .lddk = HD, .dV = dV, .lddv = HD,
                     .dg_ln = dw, .db_ln = dw + HD, .dg_rms = dw + 2 * HD,
                 };
                 snprintf(dir, sizeof dir, "backward %s", what);
-                if (seq_run_bounds(ctx, impls[ii], seq_launch_bwd, &ba, bb, 6, bq, bk, dir))
+                if (seq_run_bounds(ctx, impls[ii], seq_launch_bwd, &ba, bb, 6, s, dir))
                     continue;
-                bad += seq_bufs_agree(bb, 6, dir, bq, bk);
+                bad += seq_bufs_agree(bb, 6, dir, s);
             }
     if (bad)
-        cr_log_error("%d mismatches; repro: NF_SEED=%llu ./ref_attention_test --filter "
-                     "'ref_attention/any_max_seqlen_from_ceil_T_over_B_gives_the_same_bits'",
-                     bad, (unsigned long long)base);
+        cr_log_error("%d mismatches; repro: NF_SEED=%llu ./ref_attention_test --filter 'ref_attention/%s'", bad,
+                     (unsigned long long)base, test);
     nf_context_destroy(ctx);
     for (int i = 0; i < 6; ++i) {
         seq_buf_free(&fb[i]);
@@ -451,4 +471,35 @@ Test(ref_attention, any_max_seqlen_from_ceil_T_over_B_gives_the_same_bits, .time
     gpu_free(w, 0), gpu_free(Y, 0), gpu_free(O, 0), gpu_free(st, 0);
     gpu_free(dQ, 0), gpu_free(dK, 0), gpu_free(dV, 0), gpu_free(dw, 0);
     free(hQ), free(hK), free(hV), free(hdY), free(hw);
+}
+
+/* Sequences far longer than ceil(T/B): queries 3 + 57 + 10 (Tq = 70, ceil
+ * 24), keys 41 + 5 + 44 (Tk = 90, ceil 30).  With 8 rows per CTA, a grid
+ * sized by 24 has 3 query tiles a sequence where the longest needs 8. */
+Test(ref_attention, any_max_seqlen_from_ceil_T_over_B_gives_the_same_bits, .timeout = 600)
+{
+    int32_t oq[] = {0, 3, 60, 70}, ok[] = {0, 41, 46, 90};
+    seq_batch s = {.B = 3, .H = 2, .D = 64, .Tq = 70, .Tk = 90, .oq = oq, .ok = ok};
+    seq_bounds(&s);
+    cr_assert(s.bq[0] > 2 * s.bq[1] && s.bk[0] > s.bk[1], "the batch must hold sequences longer than ceil(T/B)");
+    seq_check_bounds(&s, 4000, "any_max_seqlen_from_ceil_T_over_B_gives_the_same_bits");
+}
+
+/* 65536 sequences of one query and one to three keys, 16 heads: a bound of
+ * INT32_MAX sized the grid by 2^28 tiles a sequence, 2^48 work items that
+ * no grid finishes (and on larger batches a count that wrapped past 2^63);
+ * the launchers take no more tiles than T tokens fill. */
+Test(ref_attention, the_largest_bound_on_a_wide_batch_finishes_with_the_same_bits, .timeout = 600)
+{
+    enum { WB = 1 << 16 };
+    int32_t *oq = seq_host(sizeof(int32_t) * (WB + 1)), *ok = seq_host(sizeof(int32_t) * (WB + 1));
+    oq[0] = ok[0] = 0;
+    for (int32_t b = 0; b < WB; ++b) {
+        oq[b + 1] = b + 1;
+        ok[b + 1] = ok[b] + 1 + b % 3;
+    }
+    seq_batch s = {.B = WB, .H = 16, .D = 2, .Tq = oq[WB], .Tk = ok[WB], .oq = oq, .ok = ok};
+    seq_bounds(&s);
+    seq_check_bounds(&s, 4001, "the_largest_bound_on_a_wide_batch_finishes_with_the_same_bits");
+    free(oq), free(ok);
 }

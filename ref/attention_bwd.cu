@@ -288,15 +288,19 @@ extern "C" nf_status nf_ref_attention_bwd(nf_context *ctx, const nf_attention_bw
     p.dK = a->dK; p.lddk = a->lddk; p.dV = a->dV; p.lddv = a->lddv;
     /* dK, dV first: dQn overwrites Xr, which nothing reads any more */
     if (a->Tk > 0) {
-        p.n_tiles = (a->max_seqlen_k + kRows - 1) / kRows;
+        p.n_tiles = tiles_per_sequence(a->max_seqlen_k, a->Tk, a->B, a->H);
         const size_t smem = dkv_smem_bytes(a->D);
-        NF_CUDA_TRY(cudaFuncSetAttribute(dkv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        NF_CUDA_TRY(cudaFuncSetAttribute(dkv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)dkv_smem_bytes(NF_ATTENTION_MAX_D)));
         dkv_kernel<<<(unsigned)grid_for((int64_t)a->B * p.n_tiles * a->H), kThreads, smem, st>>>(p);
         NF_CUDA_LAUNCHED("dkv_kernel");
     }
-    p.n_tiles = (a->max_seqlen_q + kRows - 1) / kRows;
+    /* tiles bounded (tiles_per_sequence); the opt-ins are the largest D's, the
+     * same value for every call, as in the forward */
+    p.n_tiles = tiles_per_sequence(a->max_seqlen_q, a->Tq, a->B, a->H);
     const size_t smem = dq_smem_bytes(a->D);
-    NF_CUDA_TRY(cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    NF_CUDA_TRY(cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)dq_smem_bytes(NF_ATTENTION_MAX_D)));
     dq_kernel<<<(unsigned)grid_for((int64_t)a->B * p.n_tiles * a->H), kThreads, smem, st>>>(p);
     NF_CUDA_LAUNCHED("dq_kernel");
     /* dQ = LN-bwd(Q; dQn) (+ dY when R = Q) */

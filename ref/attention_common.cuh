@@ -22,6 +22,21 @@ constexpr int kTile = NF_WARP;  /* streamed tile: one key (or query) per lane   
 constexpr int kThreads = kRows * NF_WARP;
 constexpr int kMaxDPerLane = NF_ATTENTION_MAX_D / NF_WARP; /* accumulators per lane  */
 constexpr int64_t kMaxGrid = 1 << 20;
+constexpr int64_t kMaxItems = (int64_t)1 << 40;
+
+/* Query or key tiles a sequence, for a kernel's work items: the bound's
+ * (max_seqlen_q or max_seqlen_k; no sequence is longer than the T tokens of
+ * all), and at most kMaxItems / (B H), so that the B n H items stay far
+ * inside int64 and the grid's stride loop short whatever bound the caller
+ * gave.  for_each_tile covers every row, with the same bits, for any
+ * count >= 1. */
+inline int64_t tiles_per_sequence(int64_t bound, int64_t T, int B, int H)
+{
+    const int64_t rows = bound < T ? bound : T;
+    const int64_t tiles = (rows + kRows - 1) / kRows, cap = kMaxItems / ((int64_t)B * H);
+    const int64_t n = tiles < cap ? tiles : cap;
+    return n > 1 ? n : 1;
+}
 
 /* Odd smem row stride: lane-per-row dot products hit 32 distinct banks. */
 __host__ __device__ constexpr int odd_stride(int D) { return D | 1; }

@@ -139,14 +139,17 @@ extern "C" nf_status nf_ref_attention_core_fwd(nf_context *ctx, const nf_attenti
 {
     FwdParams p;
     p.B = a->B; p.H = a->H; p.D = a->D; p.Tq = a->Tq;
-    p.n_qtiles = (a->max_seqlen_q + kRows - 1) / kRows;
+    p.n_qtiles = tiles_per_sequence(a->max_seqlen_q, a->Tq, a->B, a->H);
     p.offsets_q = a->offsets_q; p.offsets_k = a->offsets_k;
     p.Qn = Qn; p.ldqn = ldqn;
     p.K = a->K; p.ldk = a->ldk; p.V = a->V; p.ldv = a->ldv;
     p.act = a->act; p.scale = a->scale; p.causal = a->causal;
     p.O = O; p.ldo = ldo; p.lse = a->lse;
+    /* the opt-in is the largest D's, the same value for every call: contexts
+     * on other threads may launch the kernel between this call and ours */
     const size_t smem = fwd_smem_bytes(a->D);
-    NF_CUDA_TRY(cudaFuncSetAttribute(attention_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    NF_CUDA_TRY(cudaFuncSetAttribute(attention_fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)fwd_smem_bytes(NF_ATTENTION_MAX_D)));
     const int64_t items = (int64_t)p.B * p.n_qtiles * p.H;
     const int64_t grid = items < kMaxGrid ? items : kMaxGrid;
     attention_fwd_kernel<<<(unsigned)grid, kThreads, smem, nf_stream_of(ctx)>>>(p);

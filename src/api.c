@@ -465,8 +465,8 @@ static nf_status bounds_longest(const char *fn, int32_t max_seqlen, int64_t T, i
         if ((int64_t)(a)->H * (a)->D > NF_NORM_MAX_N)                                      \
             return nf_fail(NF_ERR_BAD_SIZE, fn, "H*D is %lld, must be <= %d",              \
                            (long long)(a)->H * (a)->D, NF_NORM_MAX_N);                     \
-        NF_TRY(in_range(fn, (a)->Tq, 1, MAX_ROWS, "Tq"));                                  \
-        NF_TRY(in_range(fn, (a)->Tk, 0, MAX_ROWS, "Tk"));                                  \
+        NF_TRY(in_range(fn, (a)->Tq, 1, NF_ATTENTION_MAX_TOKENS, "Tq"));                   \
+        NF_TRY(in_range(fn, (a)->Tk, 0, NF_ATTENTION_MAX_TOKENS, "Tk"));                   \
         NF_TRY(need(fn, (a)->offsets_q, "offsets_q"));                                     \
         if (!(a)->offsets_k && (a)->Tk != (a)->Tq)                                         \
             return nf_fail(NF_ERR_INCONSISTENT, fn,                                        \

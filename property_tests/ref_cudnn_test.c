@@ -23,6 +23,7 @@
  *
  * Shapes are small (M n <= 2^15) so MPFR judges every element; n spans
  * 1 .. 4096 including odd sizes, M includes 1, one case has padded rows.
+ * And the statistics at 4-byte aligned addresses: the same bits as aligned.
  * Repro of a whole test: NF_SEED=<seed> ./ref_cudnn_test --filter 'cudnn_norm/<test>'
  */
 #include <stdio.h>
@@ -35,6 +36,7 @@
 #include "bf16.h"
 #include "props.h"
 #include "property_tests/case_report.h"
+#include "property_tests/gpu_util.h"
 #include "property_tests/test_rng.h"
 #include "runner.h"
 
@@ -247,4 +249,87 @@ Test(cudnn_norm, forward_agrees_with_mpfr_and_ref, .timeout = 900)
 Test(cudnn_norm, backward_agrees_with_mpfr_and_ref, .timeout = 900)
 {
     run_op(NF_OP_NORM_BWD, "norm_bwd/vendor", "norm_bwd/ref", shapes, COUNT(shapes), 1000);
+}
+
+/* The API takes the fp32 statistics at any 4-byte aligned address (a mean
+ * and rstd packed in one buffer, say); cuDNN's graphs declare them 16-byte
+ * aligned, so the wrapper routes such a caller's through aligned workspace.
+ * With mean and rstd at 4 and 8 bytes past a 16-byte boundary, the forward's
+ * y, mean and rstd and the backward's dx, dg and db are the bits of the
+ * same calls with aligned statistics; a shape cuDNN declines is skipped. */
+Test(cudnn_norm, statistics_at_4_byte_aligned_addresses_give_the_same_bits, .timeout = 300)
+{
+    enum { M = 37, N = 256 };
+    const uint64_t base = nf_test_seed(DEFAULT_SEED);
+    nf_rng r;
+    nf_rng_seed(&r, nf_seed_mix(base, 7000));
+    nf_bf16 hx[M * N], hdy[M * N], hg[N], hb[N];
+    nf_rng_fill_bf16(&r, hx, M * N, NF_DIST_NORMAL, 1.0, 0.5);
+    nf_rng_fill_bf16(&r, hdy, M * N, NF_DIST_NORMAL, 1.0, 0.0);
+    nf_rng_fill_bf16(&r, hg, N, NF_DIST_NORMAL, 0.3, 1.0);
+    nf_rng_fill_bf16(&r, hb, N, NF_DIST_NORMAL, 0.3, 0.0);
+    const size_t mat = sizeof(nf_bf16) * M * N, vec = sizeof(nf_bf16) * N;
+    nf_bf16 *x = gpu_upload(hx, mat, 0), *dy = gpu_upload(hdy, mat, 0), *g = gpu_upload(hg, vec, 0);
+    nf_bf16 *b = gpu_upload(hb, vec, 0), *y = gpu_alloc(mat, 0), *dx = gpu_alloc(mat, 0);
+    nf_bf16 *dg = gpu_alloc(vec, 0), *db = gpu_alloc(vec, 0);
+    /* [0]: mean and rstd 16-byte aligned; [1]: 4 and 8 bytes past it */
+    float *stats = gpu_alloc(sizeof(float) * 256, 0); /* cudaMalloc: 256-byte aligned; M <= 63 */
+    float *mean[2] = {stats, stats + 128 + 1}, *rstd[2] = {stats + 64, stats + 192 + 2};
+    nf_context *ctx = NULL;
+    NF_CHECK(nf_context_create(&ctx, 0));
+    static const nf_norm_kind kinds[] = {NF_NORM_RMS, NF_NORM_LAYER};
+    for (int ki = 0; ki < 2; ++ki) {
+        const nf_norm_kind kind = kinds[ki];
+        const int ln = kind == NF_NORM_LAYER;
+        const char *k = ln ? "LayerNorm" : "RMSNorm";
+        nf_bf16 hy[2][M * N], hdx[2][M * N], hdg[2][N], hdb[2][N];
+        float hmean[2][M], hrstd[2][M];
+        int declined = 0;
+        for (int v = 0; v < 2 && !declined; ++v) {
+            const nf_norm_fwd_args f = {kind, M, N, x, N, g, ln ? b : NULL, 1e-5f, y, N,
+                                        ln ? mean[v] : NULL, rstd[v]};
+            gpu_poison(y, mat);
+            nf_status st = nf_norm_fwd(ctx, NF_IMPL_VENDOR, &f);
+            if (st == NF_ERR_UNSUPPORTED_SHAPE) {
+                cr_log_info("%s: cuDNN declined M=%d n=%d (%s)", k, M, N, nf_last_error());
+                declined = 1;
+                break;
+            }
+            cr_assert(st == NF_OK, "nf_norm_fwd (vendor, stats %s): %s: %s", v ? "4-byte aligned" : "aligned",
+                      nf_status_name(st), nf_last_error());
+            const nf_norm_bwd_args bw = {kind, M, N, x, N, g, 1e-5f, ln ? mean[v] : NULL, rstd[v],
+                                         dy, N, dx, N, dg, ln ? db : NULL};
+            gpu_poison(dx, mat);
+            st = nf_norm_bwd(ctx, NF_IMPL_VENDOR, &bw);
+            if (st == NF_ERR_UNSUPPORTED_SHAPE) {
+                declined = 1;
+                break;
+            }
+            cr_assert(st == NF_OK, "nf_norm_bwd (vendor, stats %s): %s: %s", v ? "4-byte aligned" : "aligned",
+                      nf_status_name(st), nf_last_error());
+            gpu_download(hy[v], y, mat);
+            gpu_download(hdx[v], dx, mat);
+            gpu_download(hdg[v], dg, vec);
+            gpu_download(hrstd[v], rstd[v], sizeof(float) * M);
+            if (ln) {
+                gpu_download(hmean[v], mean[v], sizeof(float) * M);
+                gpu_download(hdb[v], db, vec);
+            }
+        }
+        if (declined)
+            continue;
+        cr_expect(unwritten_bf16(hy[0], M, N, N) == 0, "%s: y not written with aligned statistics", k);
+        cr_expect(memcmp(hy[0], hy[1], sizeof hy[0]) == 0, "%s: y differs with 4-byte aligned statistics", k);
+        cr_expect(memcmp(hrstd[0], hrstd[1], sizeof hrstd[0]) == 0, "%s: rstd differs at a 4-byte aligned address", k);
+        cr_expect(memcmp(hdx[0], hdx[1], sizeof hdx[0]) == 0, "%s: dx differs with 4-byte aligned statistics", k);
+        cr_expect(memcmp(hdg[0], hdg[1], sizeof hdg[0]) == 0, "%s: dg differs with 4-byte aligned statistics", k);
+        if (ln) {
+            cr_expect(memcmp(hmean[0], hmean[1], sizeof hmean[0]) == 0,
+                      "%s: mean differs at a 4-byte aligned address", k);
+            cr_expect(memcmp(hdb[0], hdb[1], sizeof hdb[0]) == 0, "%s: db differs with 4-byte aligned statistics", k);
+        }
+    }
+    nf_context_destroy(ctx);
+    gpu_free(x, 0), gpu_free(dy, 0), gpu_free(g, 0), gpu_free(b, 0), gpu_free(y, 0), gpu_free(dx, 0);
+    gpu_free(dg, 0), gpu_free(db, 0), gpu_free(stats, 0);
 }

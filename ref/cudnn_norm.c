@@ -64,6 +64,20 @@ static _Thread_local unsigned plans_next;
 
 static int align_of(const void *p) { return ((uintptr_t)p % 16) == 0 ? 16 : 2; }
 
+/* The graphs declare the fp32 statistics 16-byte aligned (the alignment
+ * cuDNN's norm engines are known to take); the API lets them be 4.  Such a
+ * caller's mean or rstd goes through 16-byte aligned workspace: `ws` when
+ * p is NULL or misaligned, else p itself. */
+static float *stats_at(float *p, float *ws) { return p && (uintptr_t)p % 16 == 0 ? p : ws; }
+
+static nf_status copy_stats(nf_context *ctx, float *dst, const float *src, int64_t M)
+{
+    if (dst && dst != src)
+        NF_CUDA_TRY(cudaMemcpyAsync(dst, src, (size_t)M * sizeof(float), cudaMemcpyDeviceToDevice,
+                                    (cudaStream_t)nf_ctx_stream(ctx)));
+    return NF_OK;
+}
+
 /* A tensor descriptor: 4-D dims/strides, dtype, uid, alignment, by value. */
 static nf_status make_tensor(cudnnBackendDescriptor_t *t, int64_t uid, cudnnDataType_t dt,
                              const int64_t dims[4], const int64_t strides[4], int64_t align, int by_value)
@@ -317,8 +331,8 @@ nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
     void *ws = NULL;
     NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_B, 2 * vec + 2 * stat, &ws));
     float *scale = (float *)ws, *bias = (float *)((char *)ws + vec);
-    float *mean = a->mean ? a->mean : (float *)((char *)ws + 2 * vec);
-    float *rstd = a->rstd ? a->rstd : (float *)((char *)ws + 2 * vec + stat);
+    float *mean = stats_at(a->mean, (float *)((char *)ws + 2 * vec));
+    float *rstd = stats_at(a->rstd, (float *)((char *)ws + 2 * vec + stat));
     NF_TRY(nf_ref_bf16_to_f32(ctx, a->g, a->n, 1.0f, scale));
     if (ln)
         NF_TRY(nf_ref_bf16_to_f32(ctx, a->b, a->n, 0.0f, bias));
@@ -335,7 +349,9 @@ nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
         uids[c] = UID_MEAN; ptrs[c++] = mean;
         uids[c] = UID_BIAS; ptrs[c++] = bias;
     }
-    return execute(ctx, e, c, uids, ptrs);
+    NF_TRY(execute(ctx, e, c, uids, ptrs));
+    NF_TRY(copy_stats(ctx, a->mean, mean, a->M));
+    return copy_stats(ctx, a->rstd, rstd, a->M);
 }
 
 nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
@@ -353,11 +369,15 @@ nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
     k.align_in = align_of(a->x); k.align_dy = align_of(a->dy); k.align_out = align_of(a->dx);
     plan_entry *e;
     NF_TRY(get_plan(&k, &e));
-    /* slot B: scale | dscale | dbias (fp32) */
-    const size_t vec = padded((size_t)a->n * sizeof(float));
+    /* slot B: scale | dscale | dbias | mean | rstd (fp32) */
+    const size_t vec = padded((size_t)a->n * sizeof(float)), stat = padded((size_t)a->M * sizeof(float));
     void *ws = NULL;
-    NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_B, 3 * vec, &ws));
+    NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_B, 3 * vec + 2 * stat, &ws));
     float *scale = (float *)ws, *dscale = (float *)((char *)ws + vec), *dbias = (float *)((char *)ws + 2 * vec);
+    float *mean = ln ? stats_at((float *)a->mean, (float *)((char *)ws + 3 * vec)) : NULL;
+    float *rstd = stats_at((float *)a->rstd, (float *)((char *)ws + 3 * vec + stat));
+    NF_TRY(copy_stats(ctx, mean, a->mean, a->M));
+    NF_TRY(copy_stats(ctx, rstd, a->rstd, a->M));
     NF_TRY(nf_ref_bf16_to_f32(ctx, a->g, a->n, 1.0f, scale));
     /* no epsilon: the backward uses the forward's rstd as given */
     int64_t uids[8];
@@ -366,11 +386,11 @@ nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
     uids[c] = UID_X; ptrs[c++] = (void *)a->x;
     uids[c] = UID_DY; ptrs[c++] = (void *)a->dy;
     uids[c] = UID_DX; ptrs[c++] = a->dx;
-    uids[c] = UID_RSTD; ptrs[c++] = (void *)a->rstd;
+    uids[c] = UID_RSTD; ptrs[c++] = rstd;
     uids[c] = UID_SCALE; ptrs[c++] = scale;
     uids[c] = UID_DSCALE; ptrs[c++] = dscale;
     if (ln) {
-        uids[c] = UID_MEAN; ptrs[c++] = (void *)a->mean;
+        uids[c] = UID_MEAN; ptrs[c++] = mean;
         uids[c] = UID_DBIAS; ptrs[c++] = dbias;
     }
     NF_TRY(execute(ctx, e, c, uids, ptrs));

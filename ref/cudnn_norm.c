@@ -19,6 +19,7 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
@@ -46,7 +47,6 @@ static const char packed_reason[] = "cuDNN norms need packed rows (ld == n)";
 enum { PLAN_CACHE = 16, PARAM_ALIGN = 256 };
 
 typedef struct plan_key {
-    cudnnHandle_t handle;
     int bwd, kind, has_bias;
     int64_t M, n; /* rows are packed: every leading dimension is n */
     int align_in, align_dy, align_out; /* 16 or 2 */
@@ -59,8 +59,11 @@ typedef struct plan_entry {
     int64_t workspace;
 } plan_entry;
 
-static _Thread_local plan_entry plans[PLAN_CACHE];
-static _Thread_local unsigned plans_next;
+/* A context's plans (nf_ctx_cache): PLAN_CACHE, evicted round-robin. */
+typedef struct plan_cache {
+    plan_entry entry[PLAN_CACHE];
+    unsigned next;
+} plan_cache;
 
 static int align_of(const void *p) { return ((uintptr_t)p % 16) == 0 ? 16 : 2; }
 
@@ -177,7 +180,7 @@ static int first_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t graph, cudn
 
 /* Build the norm op of key k, its graph, and the first engine config the
  * heuristic offers that finalises into a plan. */
-static nf_status build_plan(const plan_key *k, plan_entry *e)
+static nf_status build_plan(cudnnHandle_t h, const plan_key *k, plan_entry *e)
 {
     static const char where[] = "cudnn norm plan";
     graph_tensors g = {{0}, 0};
@@ -235,7 +238,7 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
     BD_TRY(cudnnBackendFinalize(op));
     BD_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));
     BD_TRY(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
-    BD_TRY(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &k->handle));
+    BD_TRY(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
     BD_TRY(cudnnBackendFinalize(graph));
 
     /* engine configs from heuristic mode A, then the fallback list; the
@@ -245,7 +248,7 @@ static nf_status build_plan(const plan_key *k, plan_entry *e)
         cudnnStatus_t last = CUDNN_STATUS_SUCCESS;
         int found = 0;
         for (size_t m = 0; m < sizeof modes / sizeof modes[0] && !found; ++m)
-            found = first_plan(k->handle, graph, modes[m], e, &last);
+            found = first_plan(h, graph, modes[m], e, &last);
         if (!found) {
             /* a failure that is not cuDNN declining the graph stays NF_ERR_CUDNN */
             const nf_status why = last == CUDNN_STATUS_SUCCESS ? NF_ERR_UNSUPPORTED_SHAPE : dnn_status(last);
@@ -266,20 +269,35 @@ fail:
 #undef BD_DESC
 }
 
-static nf_status get_plan(const plan_key *k, plan_entry **out)
+static nf_status get_plan(nf_context *ctx, cudnnHandle_t h, const plan_key *k, plan_entry **out)
 {
+    void **slot = nf_ctx_cache(ctx, NF_CACHE_CUDNN);
+    if (!*slot && !(*slot = calloc(1, sizeof(plan_cache))))
+        return nf_fail(NF_ERR_OUT_OF_MEMORY, "cudnn norm plan", "host allocation of the plan cache failed");
+    plan_cache *c = *slot;
     for (int i = 0; i < PLAN_CACHE; ++i)
-        if (plans[i].used && memcmp(&plans[i].key, k, sizeof *k) == 0) {
-            *out = &plans[i];
+        if (c->entry[i].used && memcmp(&c->entry[i].key, k, sizeof *k) == 0) {
+            *out = &c->entry[i];
             return NF_OK;
         }
-    plan_entry *e = &plans[plans_next++ % PLAN_CACHE];
+    plan_entry *e = &c->entry[c->next++ % PLAN_CACHE];
     if (e->used)
         cudnnBackendDestroyDescriptor(e->plan);
     memset(e, 0, sizeof *e);
-    NF_TRY(build_plan(k, e));
+    NF_TRY(build_plan(h, k, e));
     *out = e;
     return NF_OK;
+}
+
+void nf_cudnn_cache_release(void *cache)
+{
+    plan_cache *c = cache;
+    if (!c)
+        return;
+    for (int i = 0; i < PLAN_CACHE; ++i)
+        if (c->entry[i].used)
+            cudnnBackendDestroyDescriptor(c->entry[i].plan);
+    free(c);
 }
 
 static size_t padded(size_t bytes) { return (bytes + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN; }
@@ -321,11 +339,11 @@ nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
     const int ln = a->kind == NF_NORM_LAYER;
     plan_key k;
     memset(&k, 0, sizeof k);
-    k.handle = h; k.bwd = 0; k.kind = a->kind; k.has_bias = ln;
+    k.bwd = 0; k.kind = a->kind; k.has_bias = ln;
     k.M = a->M; k.n = a->n;
     k.align_in = align_of(a->x); k.align_out = align_of(a->y);
     plan_entry *e;
-    NF_TRY(get_plan(&k, &e));
+    NF_TRY(get_plan(ctx, h, &k, &e));
     /* slot B: scale | bias | mean | rstd (fp32) */
     const size_t vec = padded((size_t)a->n * sizeof(float)), stat = padded((size_t)a->M * sizeof(float));
     void *ws = NULL;
@@ -364,11 +382,11 @@ nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
     const int ln = a->kind == NF_NORM_LAYER;
     plan_key k;
     memset(&k, 0, sizeof k);
-    k.handle = h; k.bwd = 1; k.kind = a->kind; k.has_bias = ln;
+    k.bwd = 1; k.kind = a->kind; k.has_bias = ln;
     k.M = a->M; k.n = a->n;
     k.align_in = align_of(a->x); k.align_dy = align_of(a->dy); k.align_out = align_of(a->dx);
     plan_entry *e;
-    NF_TRY(get_plan(&k, &e));
+    NF_TRY(get_plan(ctx, h, &k, &e));
     /* slot B: scale | dscale | dbias | mean | rstd (fp32) */
     const size_t vec = padded((size_t)a->n * sizeof(float)), stat = padded((size_t)a->M * sizeof(float));
     void *ws = NULL;

@@ -25,6 +25,7 @@
  * context per host thread), so steady-state calls cost one cublasLtMatmul.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublasLt.h>
@@ -42,7 +43,6 @@
 enum { CACHE_SLOTS = 64 };
 
 typedef struct gemm_key {
-    cublasLtHandle_t lt;
     int64_t M, N, K, lda, ldb, ldc;
     int trans_a, trans_b, out_f32; /* out_f32: D is fp32 (beta = 0 always) */
     int align_a, align_b, align_c; /* pointer alignment in bytes, <= 16 */
@@ -57,8 +57,11 @@ typedef struct gemm_plan {
     size_t workspace;
 } gemm_plan;
 
-static _Thread_local gemm_plan cache[CACHE_SLOTS];
-static _Thread_local unsigned cache_next; /* round-robin eviction */
+/* A context's plans (nf_ctx_cache): CACHE_SLOTS, evicted round-robin. */
+typedef struct gemm_cache {
+    gemm_plan plan[CACHE_SLOTS];
+    unsigned next;
+} gemm_cache;
 
 static int alignment(const void *p)
 {
@@ -78,9 +81,10 @@ static void plan_release(gemm_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Build descriptors and pick an algorithm for key k.  Returns
- * NF_ERR_UNSUPPORTED_SHAPE (nothing recorded) when the heuristic finds none. */
-static nf_status plan_build(const gemm_key *k, gemm_plan *p)
+/* Build descriptors and pick an algorithm for key k with handle lt.  Returns
+ * NF_ERR_UNSUPPORTED_SHAPE (nothing recorded) when the heuristic finds none;
+ * on any failure the caller releases what was created (plan_build). */
+static nf_status plan_describe(cublasLtHandle_t lt, const gemm_key *k, gemm_plan *p)
 {
     memset(p, 0, sizeof *p);
     p->key = *k;
@@ -124,7 +128,7 @@ static nf_status plan_build(const gemm_key *k, gemm_plan *p)
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulAlgoGetHeuristic(k->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
+        s = cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
         plan_release(p);
@@ -140,19 +144,42 @@ static nf_status plan_build(const gemm_key *k, gemm_plan *p)
     return NF_OK;
 }
 
-static nf_status plan_get(const gemm_key *k, gemm_plan **out)
+static nf_status plan_build(cublasLtHandle_t lt, const gemm_key *k, gemm_plan *p)
 {
+    const nf_status s = plan_describe(lt, k, p);
+    if (s != NF_OK)
+        plan_release(p); /* the descriptors made before the failure */
+    return s;
+}
+
+static nf_status plan_get(nf_context *ctx, cublasLtHandle_t lt, const gemm_key *k, gemm_plan **out)
+{
+    void **slot = nf_ctx_cache(ctx, NF_CACHE_GEMM);
+    if (!*slot && !(*slot = calloc(1, sizeof(gemm_cache))))
+        return nf_fail(NF_ERR_OUT_OF_MEMORY, "nf_ref_gemm", "host allocation of the plan cache failed");
+    gemm_cache *c = *slot;
     for (int i = 0; i < CACHE_SLOTS; ++i)
-        if (cache[i].used && memcmp(&cache[i].key, k, sizeof *k) == 0) {
-            *out = &cache[i];
+        if (c->plan[i].used && memcmp(&c->plan[i].key, k, sizeof *k) == 0) {
+            *out = &c->plan[i];
             return NF_OK;
         }
-    gemm_plan *p = &cache[cache_next++ % CACHE_SLOTS];
+    gemm_plan *p = &c->plan[c->next++ % CACHE_SLOTS];
     if (p->used)
         plan_release(p);
-    NF_TRY(plan_build(k, p));
+    NF_TRY(plan_build(lt, k, p));
     *out = p;
     return NF_OK;
+}
+
+void nf_ref_gemm_cache_release(void *cache)
+{
+    gemm_cache *c = cache;
+    if (!c)
+        return;
+    for (int i = 0; i < CACHE_SLOTS; ++i)
+        if (c->plan[i].used)
+            plan_release(&c->plan[i]);
+    free(c);
 }
 
 /* D = alpha op(A) op(B), beta = 0: bf16 into g->C, or fp32 into acc (ld ldacc). */
@@ -164,14 +191,13 @@ static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, float *acc, in
     void *D = acc ? (void *)acc : (void *)g->C;
     gemm_key k;
     memset(&k, 0, sizeof k); /* the key is compared with memcmp: clear the padding */
-    k.lt = lt;
     k.M = g->M; k.N = g->N; k.K = g->K;
     k.lda = g->lda; k.ldb = g->ldb; k.ldc = acc ? ldacc : g->ldc;
     k.trans_a = g->trans_a != 0; k.trans_b = g->trans_b != 0;
     k.out_f32 = acc != NULL;
     k.align_a = alignment(g->A); k.align_b = alignment(g->B); k.align_c = alignment(D);
-    gemm_plan *p;
-    nf_status s = plan_get(&k, &p);
+    gemm_plan *p = NULL;
+    nf_status s = plan_get(ctx, lt, &k, &p);
     if (s == NF_ERR_UNSUPPORTED_SHAPE)
         return nf_fail(s, where, "cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (trans %d%d, "
                        "lda %lld ldb %lld ldc %lld)", (long long)g->M, (long long)g->N, (long long)g->K,

@@ -23,6 +23,7 @@ struct nf_context {
     cudnnHandle_t dnn;
     void *ws[NF_WORKSPACE_SLOTS];
     size_t ws_bytes[NF_WORKSPACE_SLOTS];
+    void *cache[NF_CACHE_COUNT]; /* the wrappers' plans (nf_ctx_cache) */
     struct {
         const void *kernel;
         int cta, cluster, value;
@@ -73,6 +74,8 @@ void nf_context_destroy(nf_context *ctx)
         cudaDeviceSynchronize();
     for (int i = 0; i < NF_WORKSPACE_SLOTS; ++i)
         cudaFree(ctx->ws[i]);
+    nf_ref_gemm_cache_release(ctx->cache[NF_CACHE_GEMM]); /* plans before their handles */
+    nf_cudnn_cache_release(ctx->cache[NF_CACHE_CUDNN]);
     if (ctx->lt)
         cublasLtDestroy(ctx->lt);
     if (ctx->dnn)
@@ -197,6 +200,8 @@ nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle)
     *handle = ctx->dnn;
     return NF_OK;
 }
+
+void **nf_ctx_cache(nf_context *ctx, nf_ctx_cache_id id) { return &ctx->cache[id]; }
 
 nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr)
 {

@@ -269,9 +269,18 @@ fail:
 #undef BD_DESC
 }
 
+static void cache_release(void *cache)
+{
+    plan_cache *c = cache;
+    for (int i = 0; i < PLAN_CACHE; ++i)
+        if (c->entry[i].used)
+            cudnnBackendDestroyDescriptor(c->entry[i].plan);
+    free(c);
+}
+
 static nf_status get_plan(nf_context *ctx, cudnnHandle_t h, const plan_key *k, plan_entry **out)
 {
-    void **slot = nf_ctx_cache(ctx, NF_CACHE_CUDNN);
+    void **slot = nf_ctx_cache(ctx, NF_CACHE_CUDNN, cache_release);
     if (!*slot && !(*slot = calloc(1, sizeof(plan_cache))))
         return nf_fail(NF_ERR_OUT_OF_MEMORY, "cudnn norm plan", "host allocation of the plan cache failed");
     plan_cache *c = *slot;
@@ -289,16 +298,6 @@ static nf_status get_plan(nf_context *ctx, cudnnHandle_t h, const plan_key *k, p
     return NF_OK;
 }
 
-void nf_cudnn_cache_release(void *cache)
-{
-    plan_cache *c = cache;
-    if (!c)
-        return;
-    for (int i = 0; i < PLAN_CACHE; ++i)
-        if (c->entry[i].used)
-            cudnnBackendDestroyDescriptor(c->entry[i].plan);
-    free(c);
-}
 
 static size_t padded(size_t bytes) { return (bytes + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN; }
 

@@ -152,9 +152,18 @@ static nf_status plan_build(cublasLtHandle_t lt, const gemm_key *k, gemm_plan *p
     return s;
 }
 
+static void cache_release(void *cache)
+{
+    gemm_cache *c = cache;
+    for (int i = 0; i < CACHE_SLOTS; ++i)
+        if (c->plan[i].used)
+            plan_release(&c->plan[i]);
+    free(c);
+}
+
 static nf_status plan_get(nf_context *ctx, cublasLtHandle_t lt, const gemm_key *k, gemm_plan **out)
 {
-    void **slot = nf_ctx_cache(ctx, NF_CACHE_GEMM);
+    void **slot = nf_ctx_cache(ctx, NF_CACHE_GEMM, cache_release);
     if (!*slot && !(*slot = calloc(1, sizeof(gemm_cache))))
         return nf_fail(NF_ERR_OUT_OF_MEMORY, "nf_ref_gemm", "host allocation of the plan cache failed");
     gemm_cache *c = *slot;
@@ -171,16 +180,6 @@ static nf_status plan_get(nf_context *ctx, cublasLtHandle_t lt, const gemm_key *
     return NF_OK;
 }
 
-void nf_ref_gemm_cache_release(void *cache)
-{
-    gemm_cache *c = cache;
-    if (!c)
-        return;
-    for (int i = 0; i < CACHE_SLOTS; ++i)
-        if (c->plan[i].used)
-            plan_release(&c->plan[i]);
-    free(c);
-}
 
 /* D = alpha op(A) op(B), beta = 0: bf16 into g->C, or fp32 into acc (ld ldacc). */
 static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, float *acc, int64_t ldacc)

@@ -24,6 +24,7 @@ struct nf_context {
     void *ws[NF_WORKSPACE_SLOTS];
     size_t ws_bytes[NF_WORKSPACE_SLOTS];
     void *cache[NF_CACHE_COUNT]; /* the wrappers' plans (nf_ctx_cache) */
+    nf_cache_release_fn cache_release[NF_CACHE_COUNT];
     struct {
         const void *kernel;
         int cta, cluster, value;
@@ -74,8 +75,9 @@ void nf_context_destroy(nf_context *ctx)
         cudaDeviceSynchronize();
     for (int i = 0; i < NF_WORKSPACE_SLOTS; ++i)
         cudaFree(ctx->ws[i]);
-    nf_ref_gemm_cache_release(ctx->cache[NF_CACHE_GEMM]); /* plans before their handles */
-    nf_cudnn_cache_release(ctx->cache[NF_CACHE_CUDNN]);
+    for (int i = 0; i < NF_CACHE_COUNT; ++i) /* plans before their handles */
+        if (ctx->cache[i] && ctx->cache_release[i])
+            ctx->cache_release[i](ctx->cache[i]);
     if (ctx->lt)
         cublasLtDestroy(ctx->lt);
     if (ctx->dnn)
@@ -201,7 +203,11 @@ nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle)
     return NF_OK;
 }
 
-void **nf_ctx_cache(nf_context *ctx, nf_ctx_cache_id id) { return &ctx->cache[id]; }
+void **nf_ctx_cache(nf_context *ctx, nf_ctx_cache_id id, nf_cache_release_fn release)
+{
+    ctx->cache_release[id] = release;
+    return &ctx->cache[id];
+}
 
 nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr)
 {

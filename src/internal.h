@@ -90,15 +90,14 @@ nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle);
 #define NF_WORKSPACE_SLOTS 5
 nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr);
 /* What a wrapper keeps per context (its plans): one pointer per owner, NULL
- * until the owner stores one, handed to the owner's release function by
- * nf_context_destroy before the library handles go.  A plan is built on one
- * context's handle, so it lives and dies with that context: no later
- * context can find it (as it could in a cache keyed by a handle's address,
- * which a new handle may reuse). */
+ * until the owner stores one; nf_context_destroy hands it to `release`, the
+ * owner's function given with every call, before the library handles go.  A
+ * plan is built on one context's handle, so it lives and dies with that
+ * context: no later context can find it (as it could in a cache keyed by a
+ * handle's address, which a new handle may reuse). */
 typedef enum nf_ctx_cache_id { NF_CACHE_GEMM, NF_CACHE_CUDNN, NF_CACHE_COUNT } nf_ctx_cache_id;
-void **nf_ctx_cache(nf_context *ctx, nf_ctx_cache_id id);
-void nf_ref_gemm_cache_release(void *cache); /* ref/gemm_cublaslt.c */
-void nf_cudnn_cache_release(void *cache);    /* ref/cudnn_norm.c    */
+typedef void (*nf_cache_release_fn)(void *cache);
+void **nf_ctx_cache(nf_context *ctx, nf_ctx_cache_id id, nf_cache_release_fn release);
 
 /* ---- reference GEMM (ref/gemm_cublaslt.c) ------------------------------- */
 

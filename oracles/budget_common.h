@@ -65,6 +65,15 @@ typedef struct nf_row_bound { double mean, rstd, rel_rstd, dmu; } nf_row_bound;
 void nf_bnd_norm_row(nf_norm_kind kind, int64_t n, const double *x, double eps, double *xh,
                      double *dxh, nf_row_bound *s);
 
+/* A backward's xh from the statistics it is given (the forward's saved fp32
+ * mean_g, rstd_g) rather than the exact ones: replaces s->dmu, s->rel_rstd
+ * and dxh (from nf_bnd_norm_row on the same row x, xh) by how far the given
+ * values are off, measured (budget_norm.c derives it).  Statistics that are
+ * not finite, or a non-positive rstd, keep nf_bnd_norm_row's worst case.
+ * Every backward that takes saved statistics bounds its xh this way. */
+void nf_bnd_norm_given(nf_norm_kind kind, int64_t n, const double *x, const double *xh, double mean_g,
+                       double rstd_g, nf_row_bound *s, double *dxh);
+
 /* Norm backward dx = rstd (t - [LN] a - xh m), a = mean t, m = mean(t xh),
  * given bounds dt on t, dxh on xh and rel_rstd on rstd:
  *   da = mean dt + gamma_n(u_f) mean|t|

@@ -282,6 +282,9 @@ int nf_budget_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_ora
             nf_row_bound s;
             for (int64_t j = 0; j < N; ++j) hr[j] = nf_ld(a->h, a->ldh, i, j);
             nf_bnd_norm_row(a->kind, N, hr, eps, xh + i * N, dxh + i * N, &s);
+            if (a->rstd && (a->kind != NF_NORM_LAYER || a->mean))       /* the forward's saved stats */
+                nf_bnd_norm_given(a->kind, N, hr, xh + i * N, a->mean ? (double)a->mean[i] : 0.0,
+                                  (double)a->rstd[i], &s, dxh + i * N);
             for (int64_t j = 0; j < N; ++j) {
                 t[j] = nf_ld(a->dY, a->lddy, i, j) * nf_ld_opt(a->g, j, 1.0);   /* t = dY g */
                 dt[j] = NF_U_F * fabs(t[j]);

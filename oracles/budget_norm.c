@@ -62,8 +62,8 @@ void nf_bnd_norm_row(nf_norm_kind kind, int64_t n, const double *x, double eps, 
  */
 #define NF_OWN_PASS_ULPS 4.0
 
-static void nf_bnd_norm_given(nf_norm_kind kind, int64_t n, const double *x, const double *xh, double mean_g,
-                              double rstd_g, nf_row_bound *s, double *dxh)
+void nf_bnd_norm_given(nf_norm_kind kind, int64_t n, const double *x, const double *xh, double mean_g,
+                       double rstd_g, nf_row_bound *s, double *dxh)
 {
     const double mu_g = kind == NF_NORM_LAYER ? mean_g : 0.0;
     if (!isfinite(mu_g) || !isfinite(rstd_g) || !(rstd_g > 0.0) || !isfinite(s->rstd) || !(s->rstd > 0.0))

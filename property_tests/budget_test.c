@@ -16,7 +16,8 @@
  *    median is within ULP_ONLY x ulp_b(y*);
  *  - y against the launch's own statistics (y_own) passes every fp32 way of
  *    forming y from them and fails a y that does not follow from them;
- *  - the norm backward's budget follows the statistics it is given.
+ *  - the norm backward's budget follows the statistics it is given, and so
+ *    does the post-norm GEMM's backward budget.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -1004,6 +1005,14 @@ Test(budget, attention_budget_holds_for_unfused_and_flash_style)
                     .ldv = HD, .act = (nf_activation)act, .scale = scale, .causal = causal, .g_ln = gl,
                     .b_ln = bl, .eps_ln = NF_LAYERNORM_DEFAULT_EPS, .g_rms = gr,
                     .eps_rms = NF_RMSNORM_DEFAULT_EPS, .residual_is_q = !(trial & 1), .dY = dY, .lddy = HD};
+                /* the LayerNorm statistics the simulated forward saves (sim_attn_bwd forms the same) */
+                float lmean[TQ], lrstd[TQ];
+                for (int64_t tt = 0; tt < TQ; ++tt) {
+                    float q[HD], xh[HD];
+                    for (int e = 0; e < HD; ++e) q[e] = ld(Q, tt * HD + e);
+                    sim_norm_row(NF_NORM_LAYER, HD, q, ba.eps_ln, &lmean[tt], &lrstd[tt], xh);
+                }
+                ba.ln_mean = lmean, ba.ln_rstd = lrstd;
                 double dQ[TQ * HD], dK[TK * HD], dV[TK * HD], a1[TQ * HD], a2[TK * HD], a3[TK * HD];
                 double dgl[HD], dbl[HD], dgr[HD], a4[HD], a5[HD], a6[HD];
                 nf_attention_bwd_ref wb = {dQ, dK, dV, dgl, dbl, dgr}, ab = {a1, a2, a3, a4, a5, a6};
@@ -1024,4 +1033,66 @@ Test(budget, attention_budget_holds_for_unfused_and_flash_style)
                 judge(t, "db_ln", shape, seed, sbl, 1, HD, dbl, a5);
                 judge(t, "dg_rms", shape, seed, sgr, 1, HD, dgr, a6);
             }
+}
+
+/* Median allowance over |want| of the nonzero elements, and how many of all
+ * elements a result of zeros would pass. */
+static double median_allowance(const double *want, const double *allowed, int64_t count, int64_t *zero_passes)
+{
+    double *ratio = dalloc(count);
+    int64_t k = 0;
+    *zero_passes = 0;
+    for (int64_t q = 0; q < count; ++q) {
+        *zero_passes += fabs(want[q]) <= allowed[q];
+        if (want[q] != 0.0) ratio[k++] = allowed[q] / fabs(want[q]);
+    }
+    qsort(ratio, (size_t)k, sizeof *ratio, cmp_double);
+    const double m = k ? ratio[k / 2] : 0.0;
+    free(ratio);
+    return m;
+}
+
+/* The post-norm GEMM's backward budget takes the forward's saved statistics
+ * as given, as the norm backward's does: on mean-shifted rows (mu 1000,
+ * sigma 1) with statistics rounded once to fp32, its dh allowance stays a
+ * few % of the values, where the forward's worst case for any summation
+ * order had let a dh of zeros pass 92 % of the elements at N = 8192. */
+Test(budget, postnorm_bwd_budget_follows_the_given_statistics)
+{
+    const uint64_t seed = nf_test_seed(DEFAULT_SEED);
+    const char *t = "postnorm_bwd_budget_follows_the_given_statistics";
+    nf_oracle_opts o = {0};
+    nf_rng r;
+    nf_rng_seed(&r, seed);
+    {   /* post-norm: h [M, N] mean-shifted, the statistics of h as the forward saved them */
+        const int64_t M = 2, K = 8, N = 8192;
+        nf_bf16 *X = balloc(M * K), *W = balloc(K * N), *h = balloc(M * N), *dY = balloc(M * N);
+        nf_rng_fill_bf16(&r, X, M * K, NF_DIST_NORMAL, 1.0, 0.0);
+        nf_rng_fill_bf16(&r, W, K * N, NF_DIST_NORMAL, 0.35, 0.0);
+        nf_rng_fill_bf16(&r, h, M * N, NF_DIST_NORMAL, 1.0, 1000.0);
+        nf_rng_fill_bf16(&r, dY, M * N, NF_DIST_NORMAL, 1.0, 0.0);
+        double dm[2], dr[2];
+        const nf_norm_fwd_args fa = {.kind = NF_NORM_LAYER, .M = M, .n = N, .x = h, .ldx = N,
+                                     .eps = NF_LAYERNORM_DEFAULT_EPS};
+        nf_norm_fwd_ref stats = {NULL, dm, dr};
+        cr_assert_eq(nf_fast_norm_fwd(&fa, &o, &stats), 0);
+        float mean[2] = {(float)dm[0], (float)dm[1]}, rstd[2] = {(float)dr[0], (float)dr[1]};
+        const nf_postnorm_gemm_bwd_args ba = {.kind = NF_NORM_LAYER, .eps = NF_LAYERNORM_DEFAULT_EPS, .M = M,
+                                              .K = K, .N = N, .X = X, .ldx = K, .W = W, .ldw = N, .h = h,
+                                              .ldh = N, .mean = mean, .rstd = rstd, .dY = dY, .lddy = N};
+        double *dh = dalloc(M * N), *dha = dalloc(M * N);
+        nf_postnorm_bwd_ref want = {.dh = dh}, al = {.dh = dha};
+        cr_assert_eq(nf_fast_postnorm_gemm_bwd(&ba, &o, &want), 0);
+        cr_assert_eq(nf_budget_postnorm_gemm_bwd(&ba, &o, &want, &al), 0);
+        int64_t zeros;
+        const double med = median_allowance(dh, dha, M * N, &zeros);
+        if (getenv("NF_VERBOSE"))
+            fprintf(stderr, "post-norm dh: median allowance %.3g of |dh*|, zeros pass %lld of %lld\n", med,
+                    (long long)zeros, (long long)(M * N));
+        cr_assert(med <= 0.05 && zeros <= M * N / 100,
+                  "post-norm dh allowance from fp32-rounded statistics: median %.3g of |dh*|, a dh of zeros "
+                  "passes %lld of %lld; " REPRO, med, (long long)zeros, (long long)(M * N),
+                  (unsigned long long)seed, t);
+        free(X); free(W); free(h); free(dY); free(dh); free(dha);
+    }
 }

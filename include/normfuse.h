@@ -349,8 +349,8 @@ typedef struct nf_attention_bwd_args {
     int residual_is_q;     /* 1 when the forward's R was NULL (R = Q): dQ gains dY */
     const nf_bf16 *O;      /* [Tq, H*D] from the forward; required            */
     int64_t ldo;
-    const float *ln_mean;  /* [Tq]; required                                  */
-    const float *ln_rstd;  /* [Tq]; required                                  */
+    const float *ln_mean;  /* [Tq]; required: the backward normalises Q with  */
+    const float *ln_rstd;  /* [Tq]; required   these, as the forward saved them */
     const float *rms_rstd; /* [Tq]; required                                  */
     const float *lse;      /* [H, Tq]; softmax: required, else NULL           */
     const nf_bf16 *dY;     /* [Tq, H*D]                                       */

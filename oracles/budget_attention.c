@@ -15,7 +15,11 @@
  *   RMSNorm of Xr: dxh2 = rstd2 (dXr + |xh2| mean(|xh2| dXr)) + own dxh2;
  *           rel2 = rel_rstd2 + rstd2 mean(|xh2| dXr)
  *   dY    = |g_rms| dxh2 + 2u_f (|xh2 g_rms| + |R|)
- * Backward (dO = dXr rounded to bf16, dS rounded to bf16 before its GEMMs):
+ * Backward (dO = dXr rounded to bf16, dS rounded to bf16 before its GEMMs).
+ * What the forward saved enters as given, off the exact values only as far
+ * as it is, measured: Qn from ln_mean, ln_rstd (dxh_ln by nf_bnd_norm_given),
+ * O, rms_rstd and lse (saved_inputs_bound); where the forward has the worst
+ * case of its own.  Without them (NULL) the forward's bounds stand in.
  *   dXr   = rmsnorm_bwd(dY g_rms): nf_bnd_norm_bwd_row, + u_b |dXr|
  *   ddP_j = sum_d ddO |V_j| + gamma_D(2u_f) sum_d |dO||V_j|
  *   softmax: dS = P (dP - Dl), Dl = dO . O,
@@ -148,9 +152,13 @@ static void tok_fwd_bound(const nf_attn_view *v, const double *Qn, const double 
     s->rel2 = r2.rel_rstd + r2.rstd * mx;
 }
 
-/* Qn, dQn, xh_ln, dxh_ln for all tokens; ln stats per token. */
-static void qn_bound(const nf_attn_view *v, double *Qn, double *dQn, double *xh, double *dxh,
-                     nf_row_bound *st)
+/* Qn, dQn, xh_ln, dxh_ln for all tokens; ln stats per token.  The forward
+ * forms its own statistics (mean, rstd NULL: the worst case for any
+ * summation order, nf_bnd_norm_row); the backward normalises Q with the
+ * forward's saved ones, given here (xh off only as far as they are,
+ * nf_bnd_norm_given). */
+static void qn_bound(const nf_attn_view *v, const float *mean, const float *rstd, double *Qn, double *dQn,
+                     double *xh, double *dxh, nf_row_bound *st)
 {
     const int64_t HD = v->HD;
 #pragma omp parallel
@@ -161,6 +169,9 @@ static void qn_bound(const nf_attn_view *v, double *Qn, double *dQn, double *xh,
             if (!q) continue;
             for (int64_t e = 0; e < HD; ++e) q[e] = nf_ld(v->Q, v->ldq, t, e);
             nf_bnd_norm_row(NF_NORM_LAYER, HD, q, v->eps_ln, xh + t * HD, dxh + t * HD, &st[t]);
+            if (mean && rstd)
+                nf_bnd_norm_given(NF_NORM_LAYER, HD, q, xh + t * HD, (double)mean[t], (double)rstd[t], &st[t],
+                                  dxh + t * HD);
             for (int64_t e = 0; e < HD; ++e) {
                 const double g = nf_ld_opt(v->g_ln, e, 1.0), bb = nf_ld_opt(v->b_ln, e, 0.0);
                 const double x = xh[t * HD + e];
@@ -193,7 +204,7 @@ int nf_budget_attention_fwd(const nf_attention_fwd_args *a, const nf_oracle_opts
     nf_row_bound *st = malloc((size_t)(Tq + 1) * sizeof *st);
     int fail = !Qn || !dQn || !xh || !dxh || !st;
     if (!fail) {
-        qn_bound(&v, Qn, dQn, xh, dxh, st);
+        qn_bound(&v, NULL, NULL, Qn, dQn, xh, dxh, st);
 #pragma omp parallel reduction(| : fail)
         {
             tok_scratch s;
@@ -229,6 +240,50 @@ int nf_budget_attention_fwd(const nf_attention_fwd_args *a, const nf_oracle_opts
 
 /* ---- backward ------------------------------------------------------------ */
 
+/*
+ * The backward reads what the forward saved (O, rms_rstd, lse) and takes
+ * them as they are, so their error is how far the given values are from the
+ * exact ones, measured here, not the forward's worst case (which on a
+ * softmax row carries every score's error into O).  For token t, with s the
+ * exact forward (tok_fwd_bound), O_g, r_g, lse_g the given values:
+ *   dO'   = |O_g - O|                               (bO)
+ *   dXr   = dO' + dQn + u_b |Xr|                    (Xr = bf16(O_g + Qn))
+ *   rho   = |r_g / rstd2 - 1|;   dxh2 = r_g dXr + |xh2| rho + 2 u_f |xh2| (1 + rho)
+ *   rel2  = rho                                     (rstd2 not recomputed)
+ *   dlse  = |lse_g - lse|                           (lse_off, per head)
+ * Returns -1 (the forward's bounds stay) where a given value is not finite
+ * or r_g <= 0.
+ */
+static int saved_inputs_bound(const nf_attn_view *v, const nf_attention_bwd_args *a, int64_t t,
+                              const tok_scratch *s, const double *dqn, double *bO, double *dxh2, double *rel2,
+                              double *lse_off)
+{
+    const int64_t HD = v->HD;
+    const double rg = (double)a->rms_rstd[t];
+    if (!isfinite(rg) || !(rg > 0.0) || !isfinite(s->rstd2) || !(s->rstd2 > 0.0))
+        return -1;
+    for (int64_t e = 0; e < HD; ++e)
+        if (!isfinite(nf_ld(a->O, a->ldo, t, e)) || !isfinite(s->O[e]))
+            return -1;
+    if (a->act == NF_ACT_SOFTMAX)
+        for (int32_t h = 0; h < v->H; ++h) {
+            const double lg = (double)a->lse[(int64_t)h * v->Tq + t];
+            if (isnan(lg) || isnan(s->lse[h]) || (isinf(lg) != isinf(s->lse[h])))
+                return -1;
+            lse_off[h] = isinf(lg) ? 0.0 : fabs(lg - s->lse[h]); /* -inf: a row with no visible key */
+        }
+    else
+        for (int32_t h = 0; h < v->H; ++h) lse_off[h] = 0.0;
+    const double rho = fabs(rg / s->rstd2 - 1.0);
+    for (int64_t e = 0; e < HD; ++e) {
+        bO[e] = fabs(nf_ld(a->O, a->ldo, t, e) - s->O[e]);
+        const double dxr = bO[e] + dqn[e] + NF_U_B * fabs(s->Xr[e]);
+        dxh2[e] = rg * dxr + fabs(s->xh2[e]) * rho + 2.0 * NF_U_F * fabs(s->xh2[e]) * (1.0 + rho);
+    }
+    *rel2 = rho;
+    return 0;
+}
+
 int nf_budget_attention_bwd(const nf_attention_bwd_args *a, const nf_oracle_opts *o,
                             const nf_attention_bwd_ref *want, nf_attention_bwd_ref *allowed)
 {
@@ -255,10 +310,14 @@ int nf_budget_attention_bwd(const nf_attention_bwd_args *a, const nf_oracle_opts
     double *lse = malloc(nth * sizeof(double)), *spds = malloc(nth * sizeof(double));
     double *Dl = malloc(nth * sizeof(double)), *bDl = malloc(nth * sizeof(double));
     double *bK = calloc(nkv, sizeof(double)), *bV = calloc(nkv, sizeof(double));
+    /* the saved O, lse and rms_rstd as given: how far off lse is, per (token, head); NaN where
+     * that token keeps the forward's own bounds */
+    const int given = a->O && a->rms_rstd && (a->act != NF_ACT_SOFTMAX || a->lse);
+    double *lse_off = given ? malloc(nth * sizeof(double)) : NULL;
     int fail = !Qn || !dQn || !xhl || !dxhl || !st || !O || !bO || !gX || !bgX || !xh2 || !dxh2 ||
-               !att || !batt || !lse || !spds || !Dl || !bDl || !bK || !bV;
+               !att || !batt || !lse || !spds || !Dl || !bDl || !bK || !bV || (given && !lse_off);
     if (fail) goto done;
-    qn_bound(&v, Qn, dQn, xhl, dxhl, st);
+    qn_bound(&v, a->ln_mean, a->ln_rstd, Qn, dQn, xhl, dxhl, st);
 
     /* 1: per token: forward bounds, dXr = rmsnorm_bwd(dY g_rms) and Dl = dO . O */
 #pragma omp parallel reduction(| : fail)
@@ -279,7 +338,11 @@ int nf_budget_attention_bwd(const nf_attention_bwd_args *a, const nf_oracle_opts
                 t2[e] = nf_ld(a->dY, a->lddy, t, e) * nf_ld_opt(v.g_rms, e, 1.0);
                 dt2[e] = NF_U_F * fabs(t2[e]);
             }
-            nf_bnd_norm_bwd_row(NF_NORM_RMS, HD, t2, dt2, s.xh2, s.dxh2, s.rstd2, s.rel2,
+            double rel2 = s.rel2;
+            if (given && saved_inputs_bound(&v, a, t, &s, dQn + t * HD, bO + t * HD, dxh2 + t * HD, &rel2,
+                                            lse_off + t * H) != 0)
+                for (int64_t e = 0; e < H; ++e) lse_off[t * H + e] = NAN;
+            nf_bnd_norm_bwd_row(NF_NORM_RMS, HD, t2, dt2, s.xh2, dxh2 + t * HD, s.rstd2, rel2,
                                 gX + t * HD, bgX + t * HD);
             for (int64_t e = 0; e < HD; ++e) bgX[t * HD + e] += NF_U_B * fabs(gX[t * HD + e]);
             for (int64_t h = 0; h < H; ++h) {
@@ -329,7 +392,11 @@ int nf_budget_attention_bwd(const nf_attention_bwd_args *a, const nf_oracle_opts
                     double P, bP, g, bg;
                     if (v.act == NF_ACT_SOFTMAX) {
                         P = exp(S - lse[t * H + h]);
-                        bP = P * (dS + spds[t * H + h] + csm) + NF_U_B * P;
+                        /* lse's error: the given one's distance from the exact, or the forward's own */
+                        const double dl = lse_off && !isnan(lse_off[t * H + h])
+                                              ? lse_off[t * H + h] + (NF_EXP_ULPS + 2.0) * NF_U_F
+                                              : spds[t * H + h] + csm;
+                        bP = P * (dS + dl) + NF_U_B * P;
                         const double c = dP - Dl[t * H + h];
                         g = P * c;                                    /* dS = P (dP - Dl) */
                         bg = bP * fabs(c) + P * (bdP + bDl[t * H + h]);
@@ -410,7 +477,7 @@ int nf_budget_attention_bwd(const nf_attention_bwd_args *a, const nf_oracle_opts
 done:
     free(Qn); free(dQn); free(xhl); free(dxhl); free(st); free(O); free(bO); free(gX); free(bgX);
     free(xh2); free(dxh2); free(att); free(batt); free(lse); free(spds); free(Dl); free(bDl);
-    free(bK); free(bV);
+    free(bK); free(bV); free(lse_off);
     free(mask);
     return fail ? nf_oracle_fail(who, "out of memory") : 0;
 }

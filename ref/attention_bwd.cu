@@ -2,7 +2,7 @@
  * attention_bwd.cu — reference FlashNormAttention backward (SPEC.md section 4),
  * the chain of the forward's stages in reverse, unfused:
  *
- *   Qn  = LN(Q) recomputed (saved stats are equal)            [slot A]
+ *   Qn  = LN(Q) from the saved ln_mean, ln_rstd               [slot A]
  *   Xr  = O + Qn  recomputed                                   [slot B, front]
  *   dXr = RMSNorm-bwd(Xr, g_rms, rms_rstd; dY), dg_rms          [slot C]
  *   dO  = dXr;  Delta_i = rowsum(dO_i * O_i) per (token, head)  [slot B, back]
@@ -251,12 +251,10 @@ extern "C" nf_status nf_ref_attention_bwd(nf_context *ctx, const nf_attention_bw
     const int64_t HD = (int64_t)a->H * a->D, Tq = a->Tq;
     cudaStream_t st = nf_stream_of(ctx);
     void *ws = NULL;
-    /* Qn = LN(Q) */
+    /* Qn = LN(Q) with the forward's saved statistics */
     NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_A, (size_t)Tq * HD * sizeof(nf_bf16), &ws));
     nf_bf16 *Qn = (nf_bf16 *)ws;
-    const nf_norm_fwd_args ln = {NF_NORM_LAYER, Tq, HD, a->Q, a->ldq, a->g_ln, a->b_ln, a->eps_ln,
-                                 Qn, HD, NULL, NULL};
-    NF_TRY(nf_ref_norm_fwd(ctx, &ln));
+    NF_TRY(nf_ref_norm_apply(ctx, Tq, HD, a->Q, a->ldq, a->ln_mean, a->ln_rstd, a->g_ln, a->b_ln, Qn, HD));
     /* slot B: [Tq*HD bf16: Xr, later dQn][pad][H*Tq fp32: Delta] */
     const size_t front = ((size_t)Tq * HD * sizeof(nf_bf16) + 255) / 256 * 256;
     NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_B, front + (size_t)a->H * Tq * sizeof(float), &ws));

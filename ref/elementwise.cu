@@ -1,6 +1,7 @@
 /*
  * elementwise.cu — the small kernels the unfused pipelines are glued with:
  *   z = x + y (residuals), h = h + c (bias), out_j = sum_i x_ij (column sums),
+ *   a norm applied with given statistics,
  *   fixed-order reduction of fp32 partial rows, bf16 <-> fp32 vectors,
  *   and a read sweep over a buffer (the bench's clean L2 flush).
  * Every sum over rows is deterministic: partial rows in workspace, then
@@ -41,6 +42,23 @@ __global__ void scale_rows_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_
         const int64_t i = k / n, j = k % n;
         const float v = nf_ld(x, i * ldx + j) * rstd[i];
         out[i * ldo + j] = nf_to_bf16(g ? v * nf_ld(g, j) : v);
+    }
+}
+
+/* out_ij = bf16((x_ij - mean_i) rstd_i g_j + b_j), fp32, one rounding at the end */
+__global__ void norm_apply_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx, const float *mean,
+                                  const float *rstd, const nf_bf16 *g, const nf_bf16 *b, nf_bf16 *out,
+                                  int64_t ldo)
+{
+    const int64_t total = M * n;
+    for (int64_t k = (int64_t)blockIdx.x * kThreads + threadIdx.x; k < total;
+         k += (int64_t)gridDim.x * kThreads) {
+        const int64_t i = k / n, j = k % n;
+        const float xh = (nf_ld(x, i * ldx + j) - (mean ? mean[i] : 0.0f)) * rstd[i];
+        float v = g ? xh * nf_ld(g, j) : xh;
+        if (b)
+            v += nf_ld(b, j);
+        out[i * ldo + j] = nf_to_bf16(v);
     }
 }
 
@@ -133,6 +151,16 @@ extern "C" nf_status nf_ref_scale_rows(nf_context *ctx, int64_t M, int64_t n, co
 {
     scale_rows_kernel<<<(unsigned)blocks_for(M * n), kThreads, 0, nf_stream_of(ctx)>>>(M, n, x, ldx, rstd, g, out, ldo);
     NF_CUDA_LAUNCHED("scale_rows_kernel");
+    return NF_OK;
+}
+
+extern "C" nf_status nf_ref_norm_apply(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
+                                       const float *mean, const float *rstd, const nf_bf16 *g,
+                                       const nf_bf16 *b, nf_bf16 *out, int64_t ldo)
+{
+    norm_apply_kernel<<<(unsigned)blocks_for(M * n), kThreads, 0, nf_stream_of(ctx)>>>(M, n, x, ldx, mean, rstd,
+                                                                                          g, b, out, ldo);
+    NF_CUDA_LAUNCHED("norm_apply_kernel");
     return NF_OK;
 }
 

@@ -52,6 +52,11 @@ nf_status nf_ref_add(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, in
  * recomputed from saved statistics. */
 nf_status nf_ref_scale_rows(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
                             const float *rstd, const nf_bf16 *g, nf_bf16 *out, int64_t ldo);
+/* out_ij = bf16((x_ij - mean_i) rstd_i g_j + b_j) in fp32 (mean NULL: 0, g
+ * NULL: 1, b NULL: 0): a LayerNorm or RMSNorm with the statistics given. */
+nf_status nf_ref_norm_apply(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
+                            const float *mean, const float *rstd, const nf_bf16 *g, const nf_bf16 *b,
+                            nf_bf16 *out, int64_t ldo);
 /* C_ij = bf16(acc_ij + beta C_ij + bias_j), acc fp32 [M, n]; bias may be NULL. */
 nf_status nf_ref_combine_f32(nf_context *ctx, int64_t M, int64_t n, const float *acc, int64_t ldacc,
                              float beta, nf_bf16 *C, int64_t ldc, const nf_bf16 *bias);

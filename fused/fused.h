@@ -14,9 +14,7 @@ extern "C" {
 /* Tile variants of the pre-norm GEMM forward (fused/prenorm_gemm_fwd.cu):
  * every variant has 128-row tiles shared by two consumer warpgroups; COOP =
  * one CTA per tile; CLUSTER2 = clusters of two CTAs on vertically adjacent
- * tiles sharing each Wg tile through TMA multicast; N128/N256 = N-tile width;
- * RS = A through registers (ldmatrix, wgmma with A in registers, the sum of
- * squares from the fragments; fused/NOTES.md v20). */
+ * tiles sharing each Wg tile through TMA multicast; N128/N256 = N-tile width. */
 typedef enum nf_prenorm_variant {
     NF_PRENORM_AUTO = 0, /* what nf_fused_prenorm_gemm_fwd picks for the shape */
     NF_PRENORM_COOP_N128,
@@ -25,8 +23,6 @@ typedef enum nf_prenorm_variant {
     NF_PRENORM_CLUSTER2_N256,
     NF_PRENORM_COOP_N256_S4,     /* COOP_N256 with 4 stages: Y leaves through 2 box slots */
     NF_PRENORM_CLUSTER2_N256_S4, /* CLUSTER2_N256 with COOP_N256_S4's 4 stages */
-    NF_PRENORM_COOP_N256_RS,     /* COOP_N256 with A through registers */
-    NF_PRENORM_COOP_N256_S4_RS,  /* COOP_N256_S4 with A through registers */
     NF_PRENORM_VARIANT_COUNT
 } nf_prenorm_variant;
 

@@ -24,10 +24,7 @@
  * tile; nf_prenorm_pick_variant chooses by shape) and cluster2_n128/n256/n256_s4
  * (2-CTA clusters along M sharing each Wg tile by TMA multicast; within 0-8 %
  * of the one-CTA tiles on the H200 since the stage release arrives at CTA
- * scope, not ahead; fused/NOTES.md v3, v5).  coop_n256_rs and coop_n256_s4_rs
- * take A through registers (mainloop_rs: ldmatrix, wgmma with A in
- * registers, the sum of squares from the fragments); the launcher does not
- * pick them (fused/NOTES.md v20: built and read in SASS, not yet timed).
+ * scope, not ahead; fused/NOTES.md v3, v5).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -63,8 +60,7 @@
  * Resources (nvcc 13.0 -Xptxas -v, sm_90a; every variant): 168 registers at
  * entry (the cap 65536 / 384 threads; setmaxnreg then gives the consumers
  * 232), 0 bytes stack, 0 spills; SASS has HGMMA.64x128x16.F32.BF16 /
- * HGMMA.64x256x16.F32.BF16 (A from registers and LDSM in the _rs variants),
- * UTMALDG/UTMASTG and no LDL/STL.  Shared memory
+ * HGMMA.64x256x16.F32.BF16, UTMALDG/UTMASTG and no LDL/STL.  Shared memory
  * per CTA: BN=128: 5 x 32 KB stages + 32 KB Y tile + barriers ~ 197 KB;
  * BN=256: 3 x 48 KB stages + 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4:
  * 4 x 48 KB stages + 2 x 2 x 8 KB Y slots + barriers ~ 226 KB.
@@ -117,9 +113,6 @@ template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
-    /* wgmma and the sum of squares both read the A stage in shared memory
-     * (mainloop); config_rs: through registers */
-    static constexpr bool A_REGS = false;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
@@ -136,13 +129,6 @@ struct config {
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
     static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
-};
-
-/* config with A through registers: ldmatrix, then wgmma with A in registers,
- * and the sum of squares from those registers (mainloop_rs). */
-template <int BN_, int STAGES_, int Y_SLOTS_ = BN_ / kSwizzleCols>
-struct config_rs : config<BN_, STAGES_, 1, Y_SLOTS_> {
-    static constexpr bool A_REGS = true;
 };
 
 template <class C>
@@ -266,17 +252,8 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
     release_stage<C>(s.ring, prev);
 }
 
-/* rstd = 1/sqrt(ms + eps), ms = ss/K (correctly rounded division and sqrt). */
-__device__ __forceinline__ float rstd_of(float ss, int64_t K, float eps) { return 1.0f / sqrtf(ss / (float)K + eps); }
-
-/* The factor the epilogue scales a row by.  A row whose fp32 sum of squares
- * overflowed (finite |a| beyond ~2^63) is outside the lazy form's range: its
- * Y is NaN, never acc * 0 (normfuse.h).  Rows holding an Inf get NaN from acc
- * anyway. */
-__device__ __forceinline__ float row_scale(float ss, float rstd) { return isinf(ss) ? __int_as_float(0x7fc00000) : rstd; }
-
-/* rstd of this warpgroup's rows into s.rstd (read by the epilogue after its
- * first barrier) and, for N-tile 0, to rstd_out. */
+/* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
+ * epilogue after its first barrier) and, for N-tile 0, to rstd_out. */
 template <class C>
 __device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int cw, int tid, int64_t m0,
                                              int64_t M, int64_t K, float eps, bool write_rstd,
@@ -284,163 +261,22 @@ __device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int
 {
     ss += __shfl_xor_sync(0xffffffffu, ss, 1);           /* ss_i = both halves of row i */
     const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
-    const float rstd = rstd_of(ss, K, eps);
+    const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
     if (tid % kRowThreads == 0) {
-        s.rstd[cw * kWgmmaM + local] = row_scale(ss, rstd);
+        /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
+         * is outside the lazy form's range: its Y is NaN, never acc * 0
+         * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
+        s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
         if (write_rstd && m0 + row < M)
             rstd_out[m0 + row] = rstd;
     }
 }
 
-/* ---- consumer stages, A through registers (C::A_REGS) ---------------------------- */
-
-/* ss.x, ss.y += x^2 over one stage's A fragments: registers 0 and 2 of each
- * k16 slice hold two values each of fragment row 16w + l/4, registers 1 and
- * 3 of row 16w + l/4 + 8 (wgmma.cuh, ldmatrix_x4). */
-template <int KK>
-__device__ __forceinline__ void fragment_sumsq(const uint32_t (&f)[KK][4], float2 &ss)
-{
-#pragma unroll
-    for (int kk = 0; kk < KK; ++kk)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const float lo = __uint_as_float(f[kk][q] << 16), hi = __uint_as_float(f[kk][q] & 0xFFFF0000u);
-            float &sum = q % 2 == 0 ? ss.x : ss.y;
-            sum = fmaf(lo, lo, sum); /* exact square, fp32 sum */
-            sum = fmaf(hi, hi, sum);
-        }
-}
-
-/* Keep the compiler from reading fragment registers before a wait that
- * retires the wgmma reading them (wgmma_fence_regs for the A fragments). */
-template <int KK>
-__device__ __forceinline__ void fragment_fence(uint32_t (&f)[KK][4])
-{
-#pragma unroll
-    for (int kk = 0; kk < KK; ++kk)
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-            asm volatile("" : "+r"(f[kk][q])::"memory");
-}
-
-/*
- * acc = A[rows of this warpgroup] @ Wg[:, n-tile] with A through registers:
- * four ldmatrix.x4 bring the warpgroup's 64x64 A slice of a stage into the
- * m64k16 A fragments, whose rows are the accumulator rows of the thread
- * (16w + l/4 and + 8), the wgmma read A from them and only Wg from shared
- * memory, and the sum of squares comes from the same registers: the A stage
- * is read from shared memory once instead of twice, and a row's sum needs no
- * shared-memory exchange.
- *
- * Two fragment sets alternate (the loop unrolled by two keeps both in
- * registers).  Stage kt's fragments are loaded while stage kt-1's wgmma run,
- * as soon as the wait that retires stage kt-2's wgmma frees their set, so
- * the ldmatrix latency is off the tensor cores' path but for each tile's
- * first stage; the squares of a set are summed after that same wait (the
- * A registers of an in-flight wgmma may not be read).  The last stage's
- * fragments are still the tensor cores' when its sums are due (handed to
- * sums_done under its wgmma, as in mainloop): they are read once more from
- * the stage, which is held until the end, into the free set.
- */
-template <class C, class SumsDone>
-__device__ __forceinline__ void mainloop_rs(shared_storage<C> &s, ring_pos<C::STAGES> &p,
-                                            float (&acc)[C::ACC], int cw, int tid, int k_tiles,
-                                            SumsDone &&sums_done)
-{
-    constexpr int KK = C::BK / kWgmmaK;
-    /* ldmatrix: lane l addresses row l % 8 of matrix l / 8; matrix m covers
-     * rows 8(m % 2).. of the warp's 16 and the 16-byte chunk m / 2 of the
-     * k16 slice; 128-byte swizzle puts chunk c of a row at c ^ (row % 8) */
-    const int w = tid / 32, l = tid % 32, mi = l / 8;
-    const int row = cw * kWgmmaM + 16 * w + 8 * (mi % 2) + l % 8; /* row of the A stage */
-    const uint32_t row_off = row * kSwizzleBytes;
-    const int half = mi / 2, sw = row % 8;
-    auto load = [&](uint32_t (&f)[KK][4], const ring_pos<C::STAGES> &q) {
-        const uint32_t a0 = smem_u32(s.a[q.stage]) + row_off;
-#pragma unroll
-        for (int kk = 0; kk < KK; ++kk)
-            ldmatrix_x4(f[kk], a0 + ((2 * kk + half) ^ sw) * kChunkBytes);
-    };
-    float2 ss = make_float2(0.0f, 0.0f);
-    uint32_t fa[KK][4], fb[KK][4];
-    ring_pos<C::STAGES> prev = p;
-    s.ring.consumer_wait(p);
-    load(fa, p);
-    auto stage = [&](uint32_t (&cur)[KK][4], uint32_t (&other)[KK][4], int kt) {
-        const uint32_t b0 = smem_u32(s.b[p.stage][0]);
-        wgmma_fence(); /* cur's ldmatrix results and acc before the wgmma read them */
-#pragma unroll
-        for (int kk = 0; kk < KK; ++kk) {
-            /* acc += A[:, 16kk..] @ Wg[16kk.., :] */
-            const uint64_t db = wgmma_desc_sw128(b0 + kk * kWgmmaK * kSwizzleBytes, C::B_BOX_BYTES,
-                                                 kSwizzleAtomBytes);
-            wgmma_rs<C::BN>(acc, cur[kk], db, (kt | kk) != 0);
-        }
-        wgmma_commit();
-        wgmma_wait<1>(); /* stage kt-1's wgmma are done: its stage and its fragments (other) are free */
-        if (kt > 0) {
-            release_stage<C>(s.ring, prev);
-            fragment_fence(other);
-            fragment_sumsq(other, ss);
-        }
-        prev = p;
-        p.advance();
-        if (kt + 1 < k_tiles) { /* stage kt+1's fragments, under stage kt's wgmma */
-            s.ring.consumer_wait(p);
-            load(other, p);
-        }
-    };
-    int kt = 0;
-    for (; kt + 1 < k_tiles; kt += 2) {
-        stage(fa, fb, kt);
-        stage(fb, fa, kt + 1);
-    }
-    if (kt < k_tiles)
-        stage(fa, fb, kt);
-    if (k_tiles % 2) { /* the last stage's wgmma read fa: its squares through fb */
-        load(fb, prev);
-        fragment_sumsq(fb, ss);
-    } else {
-        load(fa, prev);
-        fragment_sumsq(fa, ss);
-    }
-    sums_done(ss);
-    wgmma_wait<0>();
-    wgmma_fence_regs(acc);
-    release_stage<C>(s.ring, prev);
-}
-
-/* The row scales of this thread's fragment rows r0 = 16w + l/4 and r1 = r0 +
- * 8 from its partial sums (a quarter of each row: the quad of lanes
- * 4(l/4)..+3 holds the rest; the butterfly gives the same bits in all four),
- * and, for N-tile 0, rstd to rstd_out. */
-__device__ __forceinline__ float2 publish_rstd_rs(float2 ss, int cw, int tid, int64_t m0, int64_t M, int64_t K,
-                                                  float eps, bool write_rstd, float *rstd_out)
-{
-#pragma unroll
-    for (int d = 1; d <= 2; d *= 2) {
-        ss.x += __shfl_xor_sync(0xffffffffu, ss.x, d);
-        ss.y += __shfl_xor_sync(0xffffffffu, ss.y, d);
-    }
-    const float rstd0 = rstd_of(ss.x, K, eps), rstd1 = rstd_of(ss.y, K, eps);
-    const int l = tid % 32;
-    const int64_t r0 = m0 + cw * kWgmmaM + (tid / 32) * 16 + l / 4, r1 = r0 + 8;
-    if (write_rstd && l % 4 == 0) {
-        if (r0 < M)
-            rstd_out[r0] = rstd0;
-        if (r1 < M)
-            rstd_out[r1] = rstd1;
-    }
-    return make_float2(row_scale(ss.x, rstd0), row_scale(ss.y, rstd1));
-}
-
 /* Y = bf16(acc * rstd) -> smem -> TMA store, one 64x64 box (one bulk group)
- * at a time.  The row scales come from s.rstd, or with A through registers
- * from rs (rows r0, r1 of this thread: publish_rstd_rs). */
+ * at a time. */
 template <class C>
 __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], int cw, int tid,
-                                         int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y,
-                                         float2 rs = {})
+                                         int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y)
 {
     const uint32_t bar = cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1;
     /* Box bx goes to slot bx % Y_SLOTS.  With a slot per box, the previous
@@ -462,13 +298,8 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
             named_barrier_sync(bar, kWarpgroupThreads); /* slot free; s.rstd written */
         }
         if (bx == 0) {
-            if constexpr (C::A_REGS) {
-                rs0 = rs.x;
-                rs1 = rs.y;
-            } else {
-                rs0 = s.rstd[cw * kWgmmaM + r0];
-                rs1 = s.rstd[cw * kWgmmaM + r1];
-            }
+            rs0 = s.rstd[cw * kWgmmaM + r0];
+            rs1 = s.rstd[cw * kWgmmaM + r1];
         }
         /* 16 columns at a time: four 8x8 matrices (rows r0 | r1, columns
          * 16c.. | 16c+8..) in one stmatrix, lane l naming row l % 8 of matrix
@@ -537,20 +368,11 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         float acc[C::ACC];
         while (sched.fetch(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
-            if constexpr (C::A_REGS) {
-                float2 rs;
-                auto publish = [&](float2 ss) {
-                    rs = publish_rstd_rs(ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
-                };
-                mainloop_rs<C>(s, p, acc, cw, tid, k_tiles, publish);
-                epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y, rs);
-            } else {
-                auto publish = [&](float ss) {
-                    publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
-                };
-                mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
-                epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
-            }
+            auto publish = [&](float ss) {
+                publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
+            };
+            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
+            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
         }
         if (tid == 0)
             tma_store_wait_all();
@@ -668,8 +490,6 @@ using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
 using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
-using coop_n256_rs = config_rs<256, 3>;
-using coop_n256_s4_rs = config_rs<256, 4, 2>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
@@ -688,8 +508,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
     case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
-    case NF_PRENORM_COOP_N256_RS: return f(config_tag<coop_n256_rs>{});
-    case NF_PRENORM_COOP_N256_S4_RS: return f(config_tag<coop_n256_s4_rs>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -706,8 +524,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
     case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
-    case NF_PRENORM_COOP_N256_RS: return "coop_n256_rs";
-    case NF_PRENORM_COOP_N256_S4_RS: return "coop_n256_s4_rs";
     default: return "?";
     }
 }

@@ -137,7 +137,8 @@ typedef struct nf_norm_bwd_args {
     int64_t ldx;
     const nf_bf16 *g;      /* [n] or NULL                                     */
     float eps;             /* the forward's eps (> 0)                         */
-    const float *mean;     /* [M] from the forward; LayerNorm: required       */
+    const float *mean;     /* [M] from the forward; LayerNorm: required,      */
+                           /* RMSNorm: NULL                                   */
     const float *rstd;     /* [M] from the forward; required                  */
     const nf_bf16 *dy;     /* [M, n]                                          */
     int64_t lddy;
@@ -147,7 +148,9 @@ typedef struct nf_norm_bwd_args {
     nf_bf16 *db;           /* [n] or NULL; LayerNorm only                     */
 } nf_norm_bwd_args;
 
-/* impl: NF_IMPL_REF or NF_IMPL_VENDOR (cuDNN); AUTO picks REF. */
+/* impl: NF_IMPL_REF or NF_IMPL_VENDOR (cuDNN); AUTO picks REF.  VENDOR takes
+ * packed rows only (every leading dimension == n; else
+ * NF_ERR_UNSUPPORTED_SHAPE). */
 nf_status nf_norm_fwd(nf_context *ctx, nf_impl impl, const nf_norm_fwd_args *args);
 nf_status nf_norm_bwd(nf_context *ctx, nf_impl impl, const nf_norm_bwd_args *args);
 
@@ -197,6 +200,10 @@ typedef struct nf_prenorm_gemm_bwd_args {
 
 /* Forward: NF_IMPL_FUSED or NF_IMPL_REF (RMSNorm then cuBLASLt).
  * Backward: NF_IMPL_REF.
+ * FUSED needs an sm_90 device, K and N multiples of 8, A, Wg (W when g is
+ * NULL) and Y 16-byte aligned, and their leading dimensions multiples of 8
+ * and below 2^39 (the tensor maps' limits); otherwise it returns the error
+ * naming the argument, and AUTO runs REF.
  * Range: REF takes every finite bf16 row (its RMSNorm rescales rows whose
  * sums would overflow).  FUSED computes A Wg in fp32 before rstd can scale
  * it, so a row whose fp32 sum of squares overflows (finite values beyond
@@ -243,7 +250,7 @@ typedef struct nf_postnorm_gemm_bwd_args {
     int64_t ldh;
     const nf_bf16 *g;      /* [N] or NULL                                     */
     float eps;             /* the forward's eps (> 0)                         */
-    const float *mean;     /* [M]; LayerNorm: required                        */
+    const float *mean;     /* [M]; LayerNorm: required, RMSNorm: NULL         */
     const float *rstd;     /* [M]; required                                   */
     const nf_bf16 *dY;     /* [M, N]                                          */
     int64_t lddy;
@@ -358,9 +365,9 @@ typedef struct nf_attention_bwd_args {
     nf_bf16 *dQ;  int64_t lddq;   /* [Tq, H*D]                                */
     nf_bf16 *dK;  int64_t lddk;   /* [Tk, H*D]                                */
     nf_bf16 *dV;  int64_t lddv;   /* [Tk, H*D]                                */
-    nf_bf16 *dg_ln;        /* [H*D]; required when g_ln is set                */
+    nf_bf16 *dg_ln;        /* [H*D]; required when g_ln is set, else NULL     */
     nf_bf16 *db_ln;        /* [H*D] or NULL                                   */
-    nf_bf16 *dg_rms;       /* [H*D]; required when g_rms is set               */
+    nf_bf16 *dg_rms;       /* [H*D]; required when g_rms is set, else NULL    */
 } nf_attention_bwd_args;
 
 /* NF_IMPL_REF (plain kernels); NF_IMPL_FUSED once it exists. */

@@ -162,6 +162,11 @@ Test(api_validation, leading_dimension_too_small)
     p.lda = 20; /* >= K but not a multiple of 8: fine for ref, not for the TMA kernel */
     expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_NULL_ARGUMENT, "ctx");
     expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_BAD_STRIDE, "lda is 20");
+    p = prenorm_fwd(); /* one row: any ldy passes check_ld, but not the tensor map's stride limit */
+    p.M = 1;
+    p.ldy = (int64_t)1 << 41;
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_NULL_ARGUMENT, "ctx");
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_BAD_STRIDE, "ldy is 2199023255552");
     a = norm_fwd();
     a.M = 3;
     a.ldx = INT64_MAX / 2;

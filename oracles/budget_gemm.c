@@ -9,8 +9,11 @@
  *   fp32 accumulation, rstd applied in the epilogue.  Either way
  *   |Y_hat - Y|_ij <= rstd_i (u_b + u_f + gamma_K(2u_f)) (|A| |diag g| |W|)_ij
  *                     + (rel_rstd_i + u_f) |Y_ij|
- *   (u_b: one bf16 rounding per product, xn or Wg; gamma_K(2u_f): the
- *   accumulation; rel_rstd: the row statistic, budget_common.h).
+ *                     + eta_b (sum_k |W_kj| + rstd_i sum_k |A_ik|)
+ *   (u_b: one bf16 rounding per product, xn or Wg; eta_b: that rounding's
+ *   absolute part where xn or Wg is subnormal, carried by W's column or
+ *   rstd A's row; gamma_K(2u_f): the accumulation; rel_rstd: the row
+ *   statistic, budget_common.h).
  * Pre-norm backward, n = A rstd, dN = dY W^T, t = dN g:
  *   dN is rounded to bf16 between the GEMM and the norm backward:
  *     ddN = (u_b + gamma_N(2u_f)) (|dY| |W|^T) + eta_b
@@ -18,7 +21,7 @@
  *   dA: nf_bnd_norm_bwd_row (RMS, xh = n)
  *   dg_k = sum_i dN n:  sum_i (ddN |n| + |dN| dn) + gamma_M(u_f) sum_i |dN n|
  *   dW = (n g)^T dY with bf16(n g) and fp32 accumulation over M:
- *     sum_i (u_b + rel_rstd_i + 2u_f + gamma_M(2u_f)) |n_ik g_k| |dY_ij|
+ *     sum_i ((u_b + rel_rstd_i + 2u_f + gamma_M(2u_f)) |n_ik g_k| + eta_b) |dY_ij|
  * Post-norm forward, h = X W + c + R, Y = norm(h):
  *   dh = gamma_{K+2}(2u_f) (|X||W| + |c| + |R|) + u_b |h| + eta_b  (h rounded to bf16
  *   between the GEMM and the norm in the unfused pipeline); to first order
@@ -54,7 +57,8 @@ int nf_budget_prenorm_gemm_fwd(const nf_prenorm_gemm_fwd_args *a, const nf_oracl
     double *Aa = nf_bf16_to_dense(a->A, M, K, a->lda, 1);
     double *gWa = nf_bf16_to_dense(a->W, K, N, a->ldw, 1);
     double *E = allowed->Y ? malloc((size_t)(M * N) * sizeof *E) : NULL;
-    int fail = !rstd || !rel || !Aa || !gWa || (allowed->Y && !E);
+    double *colW = malloc((size_t)N * sizeof *colW);
+    int fail = !rstd || !rel || !Aa || !gWa || (allowed->Y && !E) || !colW;
     if (!fail) {
 #pragma omp parallel reduction(| : fail)
         {
@@ -72,8 +76,12 @@ int nf_budget_prenorm_gemm_fwd(const nf_prenorm_gemm_fwd_args *a, const nf_oracl
             }
             free(xh);
         }
+        for (int64_t j = 0; j < N; ++j) colW[j] = 0.0;
         for (int64_t k = 0; k < K; ++k)
-            for (int64_t j = 0; j < N; ++j) gWa[k * N + j] *= fabs(nf_ld_opt(a->g, k, 1.0));
+            for (int64_t j = 0; j < N; ++j) {
+                colW[j] += gWa[k * N + j];                           /* sum_k |W_kj| */
+                gWa[k * N + j] *= fabs(nf_ld_opt(a->g, k, 1.0));
+            }
     }
     if (!fail && allowed->Y) {
         nf_dgemm(M, N, K, Aa, K, gWa, N, E, N, mask);                /* E = |A| |g W| */
@@ -81,9 +89,12 @@ int nf_budget_prenorm_gemm_fwd(const nf_prenorm_gemm_fwd_args *a, const nf_oracl
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < M; ++i) {
             if (!mask[i]) continue;
+            double rowA = 0.0;                                       /* sum_k |A_ik| */
+            for (int64_t k = 0; k < K; ++k) rowA += Aa[i * K + k];
             for (int64_t j = 0; j < N; ++j) {
                 const double y = want->Y[i * N + j];
-                const double bound = rstd[i] * cE * E[i * N + j] + (rel[i] + NF_U_F) * fabs(y);
+                const double bound = rstd[i] * cE * E[i * N + j] + (rel[i] + NF_U_F) * fabs(y) +
+                                     NF_ETA_B * (colW[j] + rstd[i] * rowA);
                 allowed->Y[i * N + j] = nf_allow_b(y, bound);
             }
         }
@@ -91,7 +102,7 @@ int nf_budget_prenorm_gemm_fwd(const nf_prenorm_gemm_fwd_args *a, const nf_oracl
     if (!fail && allowed->rstd)
         for (int64_t i = 0; i < M; ++i)
             if (mask[i]) allowed->rstd[i] = nf_allow_f(want->rstd[i], rel[i] * rstd[i]);
-    free(rstd); free(rel); free(Aa); free(gWa); free(E);
+    free(rstd); free(rel); free(Aa); free(gWa); free(E); free(colW);
     free(mask);
     return fail ? nf_oracle_fail(who, "out of memory") : 0;
 }
@@ -171,7 +182,7 @@ int nf_budget_prenorm_gemm_bwd(const nf_prenorm_gemm_bwd_args *a, const nf_oracl
             const double cM = NF_U_B + 2.0 * NF_U_F + nf_gamma((double)M, NF_ACC_U);
             for (int64_t k = 0; k < K; ++k) {                         /* Z = c_i |n g|^T */
                 const double g = fabs(nf_ld_opt(a->g, k, 1.0));
-                for (int64_t i = 0; i < M; ++i) Z[k * M + i] = (cM + rel[i]) * fabs(n[i * K + k]) * g;
+                for (int64_t i = 0; i < M; ++i) Z[k * M + i] = (cM + rel[i]) * fabs(n[i * K + k]) * g + NF_ETA_B;
             }
             nf_dgemm(K, N, M, Z, M, dYa, N, B, N, NULL);
             for (int64_t q = 0; q < K * N; ++q) allowed->dW[q] = nf_allow_b(want->dW[q], B[q]);

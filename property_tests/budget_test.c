@@ -1186,3 +1186,45 @@ Test(budget, attention_bwd_budget_takes_the_saved_forward_as_given)
             free(Q); free(K); free(V); free(dY); free(Og); free(O);
         }
 }
+
+/* The pre-norm budget allows the absolute part (eta_b) of the bf16 rounding
+ * of either pipeline's intermediate where it is subnormal: the unfused
+ * xn = bf16(A rstd g) of a row of the smallest subnormals with g = 2^-12
+ * flushes to 0 (Y = 0 where Y* = 2^-128 and more), and the fused Wg =
+ * bf16(g W) with g = 2^-12, W = 2^-122 rounds 2^-134 to a subnormal.  Both
+ * results pass; they failed by up to 40x before the term. */
+Test(budget, prenorm_budget_allows_subnormal_intermediates)
+{
+    const char *t = "prenorm_budget_allows_subnormal_intermediates";
+    /* row 1 and column 1 ordinary, so that the result is not all zero */
+    enum { M = 2, K = 256, N = 2 };
+    nf_bf16 A[M * K], W[K * N], g[K];
+    nf_oracle_opts o = {0};
+    for (int fused = 0; fused < 2; ++fused) {
+        for (int k = 0; k < K; ++k) {
+            A[k] = fused ? nf_double_to_bf16(1.0) : 0x0001;           /* 1, or 2^-133 */
+            A[K + k] = nf_double_to_bf16(1.0 + k % 7);
+            W[k * N] = nf_double_to_bf16(fused ? ldexp(1.0, -122) : 1.0);
+            W[k * N + 1] = nf_double_to_bf16(1.0 - (k % 5) * 0.25);
+            g[k] = nf_double_to_bf16(ldexp(1.0, -12));
+        }
+        const nf_prenorm_gemm_fwd_args a = {.M = M, .K = K, .N = N, .A = A, .lda = K, .g = g, .W = W, .ldw = N,
+                                            .eps = 1e-6f};
+        double Y[M * N], rs[M], aY[M * N], ars[M];
+        nf_prenorm_fwd_ref want = {Y, rs}, al = {aY, ars};
+        cr_assert_eq(nf_mpfr_prenorm_gemm_fwd(&a, &o, &want), 0);
+        cr_assert_eq(nf_budget_prenorm_gemm_fwd(&a, &o, &want, &al), 0);
+        nf_bf16 got[M * N];
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j) {
+                const float r = (float)rs[i];
+                float acc = 0.0f;
+                for (int k = 0; k < K; ++k)
+                    acc += fused ? ld(A, i * K + k) * bfr(ld(g, k) * ld(W, k * N + j))      /* GEMM on Wg */
+                                 : bfr(ld(A, i * K + k) * r * ld(g, k)) * ld(W, k * N + j); /* GEMM on xn */
+                got[i * N + j] = nf_float_to_bf16(fused ? acc * r : acc);
+            }
+        judge(t, fused ? "Y (fused, subnormal Wg)" : "Y (unfused, subnormal xn)", "M=2 K=256 N=2", 0, got, M, N,
+              Y, aY);
+    }
+}

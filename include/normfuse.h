@@ -203,7 +203,9 @@ typedef struct nf_prenorm_gemm_bwd_args {
  * FUSED needs an sm_90 device, K and N multiples of 8, A, Wg (W when g is
  * NULL) and Y 16-byte aligned, and their leading dimensions multiples of 8
  * and below 2^39 (the tensor maps' limits); otherwise it returns the error
- * naming the argument, and AUTO runs REF.
+ * naming the argument, and AUTO runs REF.  Y must not overlap the weight;
+ * it may overlap A (in place) under REF only, which normalises A into
+ * workspace first (AUTO then runs REF).
  * Range: REF takes every finite bf16 row (its RMSNorm rescales rows whose
  * sums would overflow).  FUSED computes A Wg in fp32 before rstd can scale
  * it, so a row whose fp32 sum of squares overflows (finite values beyond

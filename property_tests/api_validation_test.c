@@ -162,6 +162,12 @@ Test(api_validation, leading_dimension_too_small)
     p.lda = 20; /* >= K but not a multiple of 8: fine for ref, not for the TMA kernel */
     expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_NULL_ARGUMENT, "ctx");
     expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_BAD_STRIDE, "lda is 20");
+    p = prenorm_fwd(); /* in place: Y on A (K = N = 16): ref normalises A first, fused cannot */
+    p.N = 16, p.ldw = p.ldwg = 16, p.W = BF + 1024, p.Wg = BF + 1536, p.Y = (nf_bf16 *)p.A, p.ldy = p.lda;
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_NULL_ARGUMENT, "ctx");
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_INCONSISTENT, "Y overlaps A");
+    p.Y = (nf_bf16 *)p.W + 8; /* on the weight: no impl */
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_INCONSISTENT, "Y overlaps W");
     p = prenorm_fwd(); /* one row: any ldy passes check_ld, but not the tensor map's stride limit */
     p.M = 1;
     p.ldy = (int64_t)1 << 41;

@@ -239,6 +239,17 @@ nf_status nf_fold_weight(nf_context *ctx, int64_t K, int64_t N, const nf_bf16 *g
     return nf_ref_fold_weight(ctx, K, N, g, W, ldw, Wg, ldwg);
 }
 
+/* Whether two bf16 matrices [rows, cols] with leading dimensions ld share
+ * any byte of their extents (checked ld: the extents fit int64). */
+static int bf16_overlap(const void *p, int64_t prow, int64_t pcols, int64_t pld, const void *q, int64_t qrow,
+                        int64_t qcols, int64_t qld)
+{
+    const uintptr_t p0 = (uintptr_t)p, q0 = (uintptr_t)q;
+    const uintptr_t p1 = p0 + (uintptr_t)(((prow - 1) * pld + pcols) * 2);
+    const uintptr_t q1 = q0 + (uintptr_t)(((qrow - 1) * qld + qcols) * 2);
+    return p0 < q1 && q0 < p1;
+}
+
 static nf_status check_prenorm_fwd(const char *fn, const nf_prenorm_gemm_fwd_args *a)
 {
     NF_TRY(need(fn, a, "args"));
@@ -257,6 +268,11 @@ static nf_status check_prenorm_fwd(const char *fn, const nf_prenorm_gemm_fwd_arg
     NF_TRY(aligned(fn, a->Wg, BF16_ALIGN, "Wg"));
     NF_TRY(aligned(fn, a->Y, BF16_ALIGN, "Y"));
     NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
+    /* Y written while the weight is read: no implementation takes that */
+    if (bf16_overlap(a->Y, a->M, a->N, a->ldy, a->W, a->K, a->N, a->ldw))
+        return nf_fail(NF_ERR_INCONSISTENT, fn, "Y overlaps W");
+    if (a->Wg && bf16_overlap(a->Y, a->M, a->N, a->ldy, a->Wg, a->K, a->N, a->ldwg))
+        return nf_fail(NF_ERR_INCONSISTENT, fn, "Y overlaps Wg");
     return NF_OK;
 }
 
@@ -299,6 +315,9 @@ static nf_status check_prenorm_fused(const char *fn, const nf_prenorm_gemm_fwd_a
          "impl fused: %s (%p) is not %d-byte aligned", bname, (const void *)B, TMA_ALIGN);
     NEED((uintptr_t)a->Y % TMA_ALIGN == 0, NF_ERR_MISALIGNED,
          "impl fused: Y (%p) is not %d-byte aligned", (const void *)a->Y, TMA_ALIGN);
+    /* a tile's Y is stored while other N-tiles of its rows still load A */
+    NEED(!bf16_overlap(a->Y, a->M, a->N, a->ldy, a->A, a->M, a->K, a->lda), NF_ERR_INCONSISTENT,
+         "impl fused: Y overlaps A (in place, only ref normalises A before writing Y)");
 #undef NEED
     return s;
 }

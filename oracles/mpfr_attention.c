@@ -63,6 +63,8 @@ static int attn_ctx_init(attn_ctx *c, const attn_view *v, long prec, const nf_mp
     c->Lk_max = 1;
     for (int32_t b = 0; b < v->B; ++b)
         if (c->v.ok[b + 1] - c->v.ok[b] > c->Lk_max) c->Lk_max = c->v.ok[b + 1] - c->v.ok[b];
+    /* Qn, K, V, the row vectors, S and P; a backward adds dK and dV */
+    if (nf_mp_fits((v->Tq + 4 * v->Tk) * HD + 2 * v->Tq + 12 * HD + 2 * v->H * c->Lk_max, who)) return -1;
     nf_mpv_init(&c->Qn, v->Tq * HD, prec);
     nf_mpv_init(&c->lnmean, v->Tq, prec);
     nf_mpv_init(&c->lnrstd, v->Tq, prec);

@@ -31,7 +31,7 @@ static int prenorm_fwd_core(const nf_prenorm_gemm_fwd_args *a, const nf_oracle_o
                             nf_prenorm_fwd_ref *r, nf_mp_probe *p)
 {
     static const char who[] = "nf_mpfr_prenorm_gemm_fwd";
-    if (nf_oracle_check_prenorm_fwd(a, who)) return -1;
+    if (nf_oracle_check_prenorm_fwd(a, who) || nf_mp_fits(a->K * a->N + 3 * a->K, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t K = a->K, N = a->N;
@@ -93,7 +93,7 @@ int nf_mpfr_prenorm_gemm_bwd(const nf_prenorm_gemm_bwd_args *a, const nf_oracle_
     static const char who[] = "nf_mpfr_prenorm_gemm_bwd";
     long prec = nf_oracle_prec(o, who);
     if (prec < 0) return -1;
-    if (nf_oracle_check_prenorm_bwd(a, who)) return -1;
+    if (nf_oracle_check_prenorm_bwd(a, who) || nf_mp_fits(2 * a->K * a->N + 7 * a->K + a->N, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t K = a->K, N = a->N;
@@ -162,7 +162,7 @@ static int postnorm_fwd_core(const nf_postnorm_gemm_fwd_args *a, const nf_oracle
                              nf_postnorm_fwd_ref *r, nf_mp_probe *p)
 {
     static const char who[] = "nf_mpfr_postnorm_gemm_fwd";
-    if (nf_oracle_check_postnorm_fwd(a, who)) return -1;
+    if (nf_oracle_check_postnorm_fwd(a, who) || nf_mp_fits(a->K * a->N + a->K + 6 * a->N, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t K = a->K, N = a->N;
@@ -238,7 +238,7 @@ int nf_mpfr_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_oracl
     static const char who[] = "nf_mpfr_postnorm_gemm_bwd";
     long prec = nf_oracle_prec(o, who);
     if (prec < 0) return -1;
-    if (nf_oracle_check_postnorm_bwd(a, who)) return -1;
+    if (nf_oracle_check_postnorm_bwd(a, who) || nf_mp_fits(2 * a->K * a->N + 9 * a->N, who)) return -1;
     unsigned char *mask = nf_row_mask(o, a->M, who);
     if (!mask) return -1;
     const int64_t K = a->K, N = a->N;

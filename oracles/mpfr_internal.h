@@ -47,6 +47,12 @@ int nf_mpfr_attention_fwd_probe(const nf_attention_fwd_args *a, long prec, nf_mp
 
 /* ---- shared machinery (internal) --------------------------------------- */
 
+/* The most MPFR numbers one oracle call holds (about 13 GB at 128 bits):
+ * GMP aborts the process when an allocation fails, so a larger case is
+ * refused up front (nf_oracle_fail naming the count), never attempted. */
+#define NF_MPFR_MAX_VALUES ((int64_t)1 << 28)
+int nf_mp_fits(int64_t values, const char *who);
+
 /* A vector of MPFR numbers, allocated once per call. */
 typedef struct nf_mpv { mpfr_t *v; int64_t n; } nf_mpv;
 int nf_mpv_init(nf_mpv *x, int64_t n, long prec);

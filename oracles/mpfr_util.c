@@ -6,8 +6,19 @@
  */
 #include "mpfr_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include "bf16.h"
+#include "oracle_util.h"
+
+int nf_mp_fits(int64_t values, const char *who)
+{
+    if (values <= NF_MPFR_MAX_VALUES) return 0;
+    char why[160];
+    snprintf(why, sizeof why, "the case needs %lld MPFR values, more than the oracle holds (%lld); use the fast oracle",
+             (long long)values, (long long)NF_MPFR_MAX_VALUES);
+    return nf_oracle_fail(who, why);
+}
 
 int nf_mpv_init(nf_mpv *x, int64_t n, long prec)
 {

@@ -309,3 +309,23 @@ Test(oracle_hand, attention_backward_single_key)
         near_v("dQ", ORACLES[o].name, dQ, wdQ, 2);
     }
 }
+
+/* A case past the MPFR oracle's working set (NF_MPFR_MAX_VALUES) is refused
+ * with -1 before anything is allocated or read: GMP would abort the whole
+ * process on the failed allocation.  The pointers here point at one element;
+ * the refusal must come before any load. */
+Test(oracle_hand, mpfr_refuses_a_case_past_its_working_set)
+{
+    static nf_bf16 one[1];
+    double y[1], rstd[1];
+    const nf_prenorm_gemm_fwd_args a = {.M = 1, .K = 65536, .N = 65536, .A = one, .lda = 65536, .W = one,
+                                        .ldw = 65536, .eps = 1e-6f};
+    nf_prenorm_fwd_ref r = {y, rstd};
+    nf_oracle_opts o = {0};
+    cr_assert_eq(nf_mpfr_prenorm_gemm_fwd(&a, &o, &r), -1, "a 2^32-value case must be refused");
+    const nf_postnorm_gemm_bwd_args b = {.kind = NF_NORM_RMS, .M = 1, .K = 65536, .N = 65536, .X = one,
+                                         .ldx = 65536, .W = one, .ldw = 65536, .h = one, .ldh = 65536,
+                                         .eps = 1e-6f, .dY = one, .lddy = 65536};
+    nf_postnorm_bwd_ref rb = {0};
+    cr_assert_eq(nf_mpfr_postnorm_gemm_bwd(&b, &o, &rb), -1, "a 2^33-value backward must be refused");
+}

@@ -13,7 +13,8 @@
  * decided before any plan is built.  A plan cuDNN declines with a
  * NOT_SUPPORTED* status is NF_ERR_UNSUPPORTED_SHAPE with the reason;
  * NF_ERR_CUDNN is kept for real failures.
- * Plans are cached per shape and alignment in a small thread-local table.
+ * Plans are cached per shape and alignment in a small table the context owns
+ * (nf_ctx_cache), released with it before its cuDNN handle.
  * Workspace: cuDNN's in slot A; fp32 scale/bias/dscale/dbias and scratch
  * statistics in slot B.
  */

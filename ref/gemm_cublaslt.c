@@ -20,9 +20,9 @@
  * the sum cancels, 2-3x the GEMM allowance at 4096x1024x1024).
  *
  * The algorithm comes from the heuristic (workspace NF_REF_GEMM_WORKSPACE in
- * slot NF_REF_SLOT_GEMM) and is cached with its descriptors per shape, per
- * pointer alignment and per handle in a small thread-local table (one
- * context per host thread), so steady-state calls cost one cublasLtMatmul.
+ * slot NF_REF_SLOT_GEMM) and is cached with its descriptors per shape and
+ * pointer alignment in a small table the context owns (nf_ctx_cache; freed
+ * with it), so steady-state calls cost one cublasLtMatmul.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -179,7 +179,6 @@ static nf_status plan_get(nf_context *ctx, cublasLtHandle_t lt, const gemm_key *
     *out = p;
     return NF_OK;
 }
-
 
 /* D = alpha op(A) op(B), beta = 0: bf16 into g->C, or fp32 into acc (ld ldacc). */
 static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, float *acc, int64_t ldacc)

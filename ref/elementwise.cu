@@ -32,19 +32,6 @@ __global__ void add_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx, 
     }
 }
 
-/* out_ij = bf16(x_ij rstd_i g_j) */
-__global__ void scale_rows_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx, const float *rstd,
-                                  const nf_bf16 *g, nf_bf16 *out, int64_t ldo)
-{
-    const int64_t total = M * n;
-    for (int64_t k = (int64_t)blockIdx.x * kThreads + threadIdx.x; k < total;
-         k += (int64_t)gridDim.x * kThreads) {
-        const int64_t i = k / n, j = k % n;
-        const float v = nf_ld(x, i * ldx + j) * rstd[i];
-        out[i * ldo + j] = nf_to_bf16(g ? v * nf_ld(g, j) : v);
-    }
-}
-
 /* out_ij = bf16((x_ij - mean_i) rstd_i g_j + b_j), fp32, one rounding at the end */
 __global__ void norm_apply_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx, const float *mean,
                                   const float *rstd, const nf_bf16 *g, const nf_bf16 *b, nf_bf16 *out,
@@ -142,15 +129,6 @@ extern "C" nf_status nf_ref_add(nf_context *ctx, int64_t M, int64_t n, const nf_
 {
     add_kernel<<<(unsigned)blocks_for(M * n), kThreads, 0, nf_stream_of(ctx)>>>(M, n, x, ldx, y, ldy, z, ldz);
     NF_CUDA_LAUNCHED("add_kernel");
-    return NF_OK;
-}
-
-extern "C" nf_status nf_ref_scale_rows(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x,
-                                       int64_t ldx, const float *rstd, const nf_bf16 *g, nf_bf16 *out,
-                                       int64_t ldo)
-{
-    scale_rows_kernel<<<(unsigned)blocks_for(M * n), kThreads, 0, nf_stream_of(ctx)>>>(M, n, x, ldx, rstd, g, out, ldo);
-    NF_CUDA_LAUNCHED("scale_rows_kernel");
     return NF_OK;
 }
 

@@ -62,7 +62,7 @@ nf_status nf_ref_prenorm_gemm_bwd(nf_context *ctx, const nf_prenorm_gemm_bwd_arg
     /* An = bf16(A rstd g) from the saved rstd (the backward has no eps) */
     nf_bf16 *An;
     NF_TRY(bf16_buffer(ctx, NF_REF_SLOT_C, a->M, a->K, &An));
-    NF_TRY(nf_ref_scale_rows(ctx, a->M, a->K, a->A, a->lda, a->rstd, a->g, An, a->K));
+    NF_TRY(nf_ref_norm_apply(ctx, a->M, a->K, a->A, a->lda, NULL, a->rstd, a->g, NULL, An, a->K));
     /* dW[K,N] = An^T[K,M] @ dY[M,N] */
     const nf_gemm_args g2 = {.M = a->K, .N = a->N, .K = a->M, .A = An, .lda = a->K, .trans_a = 1,
                              .B = a->dY, .ldb = a->lddy, .C = a->dW, .ldc = a->lddw,

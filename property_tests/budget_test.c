@@ -465,6 +465,23 @@ Test(budget, norm_fwd_own_statistics_judge_y)
                 }
 }
 
+/* Median allowance over |want| of the nonzero elements, and how many of all
+ * elements a result of zeros would pass. */
+static double median_allowance(const double *want, const double *allowed, int64_t count, int64_t *zero_passes)
+{
+    double *ratio = dalloc(count);
+    int64_t k = 0;
+    *zero_passes = 0;
+    for (int64_t q = 0; q < count; ++q) {
+        *zero_passes += fabs(want[q]) <= allowed[q];
+        if (want[q] != 0.0) ratio[k++] = allowed[q] / fabs(want[q]);
+    }
+    qsort(ratio, (size_t)k, sizeof *ratio, cmp_double);
+    const double m = k ? ratio[k / 2] : 0.0;
+    free(ratio);
+    return m;
+}
+
 /* The norm backward's budget takes the saved statistics it is given as they
  * are: from the exact ones rounded once to fp32 (as the harness derives
  * them) its dx allowance has a median of ~1 % of |dx*| on mean-shifted rows
@@ -492,17 +509,15 @@ Test(budget, norm_bwd_budget_follows_the_given_statistics)
     for (int64_t i = 0; i < M; ++i) mean[i] = (float)dmean[i], rstd[i] = (float)drstd[i];
     nf_norm_bwd_args ba = {.kind = NF_NORM_LAYER, .eps = eps, .M = M, .n = n, .x = x, .ldx = n, .g = g,
                            .mean = mean, .rstd = rstd, .dy = dy, .lddy = n};
-    double *dx = dalloc(M * n), *dxa = dalloc(M * n), *ratio = dalloc(M * n);
+    double *dx = dalloc(M * n), *dxa = dalloc(M * n);
     nf_norm_bwd_ref want = {dx, NULL, NULL}, al = {dxa, NULL, NULL};
     cr_assert_eq(nf_fast_norm_bwd(&ba, &o, &want), 0);
     cr_assert_eq(nf_budget_norm_bwd(&ba, &o, &want, &al), 0);
-    int64_t k = 0;
-    for (int64_t q = 0; q < M * n; ++q)
-        if (dx[q] != 0.0) ratio[k++] = dxa[q] / fabs(dx[q]);
-    qsort(ratio, (size_t)k, sizeof *ratio, cmp_double);
-    if (getenv("NF_VERBOSE")) fprintf(stderr, "median allowance %.3g of |dx*|\n", ratio[k / 2]);
-    cr_assert(ratio[k / 2] <= 0.05, "dx allowance from fp32-rounded statistics: median %.3g of |dx*|; " REPRO,
-              ratio[k / 2], (unsigned long long)seed, t);
+    int64_t zeros;
+    const double med = median_allowance(dx, dxa, M * n, &zeros);
+    if (getenv("NF_VERBOSE")) fprintf(stderr, "median allowance %.3g of |dx*|\n", med);
+    cr_assert(med <= 0.05, "dx allowance from fp32-rounded statistics: median %.3g of |dx*|; " REPRO,
+              med, (unsigned long long)seed, t);
 
     /* statistics off by sigma/100 and a thousandth: the dx they give, exactly, passes */
     for (int64_t i = 0; i < M; ++i) {
@@ -527,7 +542,7 @@ Test(budget, norm_bwd_budget_follows_the_given_statistics)
         }
     }
     judge(t, "dx (statistics off)", "LN M=4 n=16384 mu 1000 sigma 8", seed, got, M, n, dx, dxa);
-    free(x); free(g); free(dy); free(dx); free(dxa); free(ratio); free(got);
+    free(x); free(g); free(dy); free(dx); free(dxa); free(got);
 }
 
 /* fp32 GEMM row: out[j] = sum_k a[k] B[k, j], sequential fp32 accumulation */
@@ -1043,23 +1058,6 @@ Test(budget, attention_budget_holds_for_unfused_and_flash_style)
                 judge(t, "db_ln", shape, seed, sbl, 1, HD, dbl, a5);
                 judge(t, "dg_rms", shape, seed, sgr, 1, HD, dgr, a6);
             }
-}
-
-/* Median allowance over |want| of the nonzero elements, and how many of all
- * elements a result of zeros would pass. */
-static double median_allowance(const double *want, const double *allowed, int64_t count, int64_t *zero_passes)
-{
-    double *ratio = dalloc(count);
-    int64_t k = 0;
-    *zero_passes = 0;
-    for (int64_t q = 0; q < count; ++q) {
-        *zero_passes += fabs(want[q]) <= allowed[q];
-        if (want[q] != 0.0) ratio[k++] = allowed[q] / fabs(want[q]);
-    }
-    qsort(ratio, (size_t)k, sizeof *ratio, cmp_double);
-    const double m = k ? ratio[k / 2] : 0.0;
-    free(ratio);
-    return m;
 }
 
 /* The post-norm GEMM's backward budget takes the forward's saved statistics

@@ -404,14 +404,13 @@ nf_status check_args(const char *fn, nf_context *ctx, const nf_prenorm_gemm_fwd_
     if (a->g && !a->Wg)
         return nf_fail(NF_ERR_INCONSISTENT, fn, "g is set but Wg is NULL (fold it with nf_fold_weight)");
     /* row strides: whole 16-byte units, and under the tensor map's 2^40 bytes */
-    const int64_t max_ld = (int64_t)1 << 39;
-    if (a->lda < a->K || a->lda % kLdMultiple || a->lda >= max_ld)
+    if (a->lda < a->K || a->lda % kLdMultiple || a->lda >= NF_TMA_MAX_LD)
         return nf_fail(NF_ERR_BAD_STRIDE, fn, "lda is %lld, must be >= K, a multiple of %d and below 2^39",
                        (long long)a->lda, kLdMultiple);
-    if (ldb < a->N || ldb % kLdMultiple || ldb >= max_ld)
+    if (ldb < a->N || ldb % kLdMultiple || ldb >= NF_TMA_MAX_LD)
         return nf_fail(NF_ERR_BAD_STRIDE, fn, "%s is %lld, must be >= N, a multiple of %d and below 2^39",
                        ldbname, (long long)ldb, kLdMultiple);
-    if (a->ldy < a->N || a->ldy % kLdMultiple || a->ldy >= max_ld)
+    if (a->ldy < a->N || a->ldy % kLdMultiple || a->ldy >= NF_TMA_MAX_LD)
         return nf_fail(NF_ERR_BAD_STRIDE, fn, "ldy is %lld, must be >= N, a multiple of %d and below 2^39",
                        (long long)a->ldy, kLdMultiple);
     if ((uintptr_t)a->A % kAlign)

@@ -18,7 +18,6 @@
 #define MAX_ROWS INT32_MAX /* kernels index rows with 32-bit grid coordinates */
 
 enum { BF16_ALIGN = 2, F32_ALIGN = 4, TMA_ALIGN = 16, TMA_LD_MULTIPLE = 8, FUSED_DIM_MULTIPLE = 8 };
-#define TMA_MAX_LD ((int64_t)1 << 39) /* bf16 elements: a 2^40-byte row stride, the tensor map's limit */
 
 /* ---- argument checks -------------------------------------------------------- */
 
@@ -303,12 +302,12 @@ static nf_status check_prenorm_fused(const char *fn, const nf_prenorm_gemm_fwd_a
     NEED(a->ldy % TMA_LD_MULTIPLE == 0, NF_ERR_BAD_STRIDE,
          "impl fused: ldy is %lld, must be a multiple of %d", (long long)a->ldy, TMA_LD_MULTIPLE);
     /* a tensor map's row stride, in bytes, is under 2^40 (one row, M = 1, passes check_ld) */
-    NEED(a->lda < TMA_MAX_LD, NF_ERR_BAD_STRIDE, "impl fused: lda is %lld, must be below %lld for the TMA",
-         (long long)a->lda, (long long)TMA_MAX_LD);
-    NEED(ldb < TMA_MAX_LD, NF_ERR_BAD_STRIDE, "impl fused: %s is %lld, must be below %lld for the TMA", ldbname,
-         (long long)ldb, (long long)TMA_MAX_LD);
-    NEED(a->ldy < TMA_MAX_LD, NF_ERR_BAD_STRIDE, "impl fused: ldy is %lld, must be below %lld for the TMA",
-         (long long)a->ldy, (long long)TMA_MAX_LD);
+    NEED(a->lda < NF_TMA_MAX_LD, NF_ERR_BAD_STRIDE, "impl fused: lda is %lld, must be below %lld for the TMA",
+         (long long)a->lda, (long long)NF_TMA_MAX_LD);
+    NEED(ldb < NF_TMA_MAX_LD, NF_ERR_BAD_STRIDE, "impl fused: %s is %lld, must be below %lld for the TMA", ldbname,
+         (long long)ldb, (long long)NF_TMA_MAX_LD);
+    NEED(a->ldy < NF_TMA_MAX_LD, NF_ERR_BAD_STRIDE, "impl fused: ldy is %lld, must be below %lld for the TMA",
+         (long long)a->ldy, (long long)NF_TMA_MAX_LD);
     NEED((uintptr_t)a->A % TMA_ALIGN == 0, NF_ERR_MISALIGNED,
          "impl fused: A (%p) is not %d-byte aligned", (const void *)a->A, TMA_ALIGN);
     NEED((uintptr_t)B % TMA_ALIGN == 0, NF_ERR_MISALIGNED,

@@ -89,6 +89,10 @@ nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle);
  * intermediates at once.  Growing it synchronises the context's stream. */
 #define NF_WORKSPACE_SLOTS 5
 nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr);
+/* A TMA tensor map's row stride is below 2^40 bytes: the longest leading
+ * dimension of a bf16 matrix the fused kernels take, in elements. */
+#define NF_TMA_MAX_LD ((int64_t)1 << 39)
+
 /* What a wrapper keeps per context (its plans): one pointer per owner, NULL
  * until the owner stores one; nf_context_destroy hands it to `release`, the
  * owner's function given with every call, before the library handles go.  A

@@ -130,14 +130,10 @@ static nf_status plan_describe(cublasLtHandle_t lt, const gemm_key *k, gemm_plan
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
-        plan_release(p);
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0))
         return NF_ERR_UNSUPPORTED_SHAPE;
-    }
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        plan_release(p);
+    if (s != CUBLAS_STATUS_SUCCESS)
         return nf_fail(NF_ERR_CUBLAS, NF_HERE, "cublasLtMatmulAlgoGetHeuristic: %s", cublasGetStatusString(s));
-    }
     p->algo = res.algo;
     p->workspace = res.workspaceSize;
     p->used = 1;

@@ -211,6 +211,16 @@ static const attn_cfg long_cfgs[] = {
     {3, 8,  64, 200, 120, NF_ACT_SILU,    1, 1, 1, 1, 1, 0, NRM, 0},
 };
 
+/* Q, K, V and dY at the ends of bf16's range: a row's x - mean passes fp32's
+ * largest value, so the backward's Qn from the saved statistics must not be
+ * formed in fp32 (it was: Inf, then dQ NaN).  Self and cross lengths, LayerNorm
+ * centring and RMSNorm's g, b absent and present. */
+static const attn_cfg range_cfgs[] = {
+    {2, 2, 64, 20, 20, NF_ACT_SOFTMAX, 1, 0, 1, 1, 1, 0, NF_IN_NEAR_BF16_MAX, 0},
+    {2, 2, 64, 20, 12, NF_ACT_SILU,    0, 1, 0, 0, 0, 0, NF_IN_NEAR_BF16_MAX, 0},
+    {2, 2, 64, 20, 20, NF_ACT_GELU,    1, 0, 1, 1, 1, 0, NF_IN_NEAR_OVERFLOW, 0},
+};
+
 #undef NRM
 
 Test(ref_attention, every_activation_causal_and_not_within_budget, .timeout = 900)
@@ -228,6 +238,10 @@ Test(ref_attention, head_dims_and_residuals_within_budget, .timeout = 900)
 Test(ref_attention, long_jagged_sequences_within_budget, .timeout = 900)
 {
     run_cfgs(long_cfgs, COUNT(long_cfgs), 3000);
+}
+Test(ref_attention, inputs_at_the_ends_of_the_bf16_range_within_budget, .timeout = 900)
+{
+    run_cfgs(range_cfgs, COUNT(range_cfgs), 4000);
 }
 
 /* ---- the bounds max_seqlen_q / max_seqlen_k ---------------------------------- */

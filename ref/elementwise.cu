@@ -32,7 +32,12 @@ __global__ void add_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx, 
     }
 }
 
-/* out_ij = bf16((x_ij - mean_i) rstd_i g_j + b_j), fp32, one rounding at the end */
+/* out_ij = bf16((x_ij - mean_i) rstd_i g_j + b_j), one rounding to bf16 at the end.
+ * xh = (x - mean) rstd is formed in double and rounded to fp32 once: in fp32,
+ * x - mean passes FLT_MAX on rows at the ends of bf16's range (x = 3e38 with
+ * mean = -1e38; the forward rescaled such rows) and xh became Inf, Qn Inf and
+ * the attention backward NaN.  xh itself is at most sqrt(n) in size.  Without
+ * a mean the double product x rstd is exact, so xh is the fp32 product's bits. */
 __global__ void norm_apply_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx, const float *mean,
                                   const float *rstd, const nf_bf16 *g, const nf_bf16 *b, nf_bf16 *out,
                                   int64_t ldo)
@@ -41,7 +46,8 @@ __global__ void norm_apply_kernel(int64_t M, int64_t n, const nf_bf16 *x, int64_
     for (int64_t k = (int64_t)blockIdx.x * kThreads + threadIdx.x; k < total;
          k += (int64_t)gridDim.x * kThreads) {
         const int64_t i = k / n, j = k % n;
-        const float xh = (nf_ld(x, i * ldx + j) - (mean ? mean[i] : 0.0f)) * rstd[i];
+        const double d = (double)nf_ld(x, i * ldx + j) - (mean ? (double)mean[i] : 0.0);
+        const float xh = (float)(d * (double)rstd[i]);
         float v = g ? xh * nf_ld(g, j) : xh;
         if (b)
             v += nf_ld(b, j);

@@ -48,8 +48,9 @@ nf_status nf_ref_attention_core_fwd(nf_context *ctx, const nf_attention_fwd_args
 /* z = bf16(x + y), [M, n] each with its own leading dimension (z may be x). */
 nf_status nf_ref_add(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
                      const nf_bf16 *y, int64_t ldy, nf_bf16 *z, int64_t ldz);
-/* out_ij = bf16((x_ij - mean_i) rstd_i g_j + b_j) in fp32 (mean NULL: 0, g
- * NULL: 1, b NULL: 0): a LayerNorm or RMSNorm with the statistics given,
+/* out_ij = bf16((x_ij - mean_i) rstd_i g_j + b_j) (mean NULL: 0, g NULL: 1,
+ * b NULL: 0; (x - mean) rstd in double, rounded to fp32, so no row overflows,
+ * then g and b in fp32): a LayerNorm or RMSNorm with the statistics given,
  * e.g. the normalised activations recomputed from saved statistics. */
 nf_status nf_ref_norm_apply(nf_context *ctx, int64_t M, int64_t n, const nf_bf16 *x, int64_t ldx,
                             const float *mean, const float *rstd, const nf_bf16 *g, const nf_bf16 *b,

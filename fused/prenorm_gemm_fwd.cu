@@ -109,10 +109,13 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
+    /* tiles claimed from a global counter (scheduler.cuh), not walked in a
+     * fixed stride; the producer tells the consumers each tile through s.tile */
+    static constexpr bool DYNAMIC = DYNAMIC_;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
@@ -129,6 +132,7 @@ struct config {
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
     static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
+    static_assert(!DYNAMIC || CLUSTER == 1, "dynamic tiles are claimed per CTA");
 };
 
 template <class C>
@@ -138,6 +142,8 @@ struct shared_storage {
     alignas(kSmemAlign) uint8_t y[kConsumers][C::Y_SLOTS][C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
     float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
+    /* DYNAMIC: the tile whose first k-tile a stage holds (-1: no more tiles) */
+    int64_t tile[C::DYNAMIC ? C::STAGES : 1];
 };
 
 template <class C>
@@ -172,6 +178,47 @@ __device__ __forceinline__ void produce(shared_storage<C> &s, const CUtensorMap 
             p.advance();
         }
     }
+}
+
+/* DYNAMIC: the same loads, for tiles claimed one at a time.  The next tile is
+ * claimed as the current one's first stage is filled, so the atomic's round
+ * trip runs under the current tile's loads; each tile's first stage carries
+ * its index to the consumers (written before the arrive that releases the
+ * stage's phase, read after their wait on it), and a stage with no bytes and
+ * index -1 tells them to stop. */
+template <class C>
+__device__ __forceinline__ void produce_dynamic(shared_storage<C> &s, const CUtensorMap *tm_a,
+                                                const CUtensorMap *tm_b, int64_t M, int64_t N, int k_tiles,
+                                                unsigned long long *counter)
+{
+    const tile_scheduler sched(M, N, C::BM, C::BN, kGroupM);
+    ring_pos<C::STAGES> p;
+    int64_t t = claim_tile(counter);
+    while (t < sched.total) {
+        tile_coord c;
+        sched.decode(t, c);
+        const int32_t m0 = (int32_t)(c.m_tile * C::BM), n0 = (int32_t)(c.n_tile * C::BN);
+        int64_t next = sched.total;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+            s.ring.producer_acquire(p);
+            if (kt == 0) {
+                s.tile[p.stage] = t;
+                next = claim_tile(counter);
+            }
+            s.ring.producer_expect(p, C::STAGE_BYTES);
+            uint64_t *full = &s.ring.full[p.stage];
+            tma_load_2d(s.a[p.stage], tm_a, full, kt * C::BK, m0);
+#pragma unroll
+            for (int bx = 0; bx < C::B_BOXES; ++bx)
+                tma_load_2d(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols, kt * C::BK);
+            p.advance();
+        }
+        t = next;
+    }
+    s.ring.producer_acquire(p);
+    s.tile[p.stage] = -1;
+    mbar_arrive(&s.ring.full[p.stage]);
+    counter_done(counter);
 }
 
 /* ---- consumer stages ------------------------------------------------------------- */
@@ -332,7 +379,7 @@ template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
 prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                         const __grid_constant__ CUtensorMap tm_y, int64_t M, int64_t N, int64_t K,
-                        float eps, float *rstd_out)
+                        float eps, float *rstd_out, unsigned long long *tile_counter)
 {
     extern __shared__ uint8_t smem_raw[];
     /* Aligned by an offset added to smem_raw, not by integer arithmetic on its
@@ -357,8 +404,12 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
 
     if (wg == PRODUCER) {
         setmaxnreg_dec<kProducerRegs>();
-        if (tid == 0)
-            produce<C>(s, &tm_a, &tm_b, M, N, k_tiles);
+        if (tid == 0) {
+            if (C::DYNAMIC)
+                produce_dynamic<C>(s, &tm_a, &tm_b, M, N, k_tiles, tile_counter);
+            else
+                produce<C>(s, &tm_a, &tm_b, M, N, k_tiles);
+        }
     } else {
         setmaxnreg_inc<kConsumerRegs>();
         const int cw = wg - CONSUMER0;
@@ -366,7 +417,20 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         ring_pos<C::STAGES> p;
         tile_coord t;
         float acc[C::ACC];
-        while (sched.fetch(t)) {
+        /* the next tile; DYNAMIC: the producer's word on the tile the next stage starts */
+        auto next_tile = [&](tile_coord &c) -> bool {
+            if constexpr (C::DYNAMIC) {
+                s.ring.consumer_wait(p);
+                const int64_t index = *static_cast<volatile int64_t *>(&s.tile[p.stage]);
+                if (index < 0)
+                    return false;
+                sched.decode(index, c);
+                return true;
+            } else {
+                return sched.fetch(c);
+            }
+        };
+        while (next_tile(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
             auto publish = [&](float ss) {
                 publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
@@ -469,8 +533,11 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
     cudaLaunchAttribute attr[1];
     int resident = 0;
     NF_TRY(launch_config<C>(ctx, a->M, a->N, &cfg, attr, &resident));
+    unsigned long long *counter = nullptr;
+    if (C::DYNAMIC)
+        NF_TRY(nf_ctx_tile_counter(ctx, &counter));
     NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, prenorm_gemm_fwd_kernel<C>, tm_a, tm_b, tm_y, a->M, a->N, a->K,
-                                   a->eps, a->rstd));
+                                   a->eps, a->rstd, counter));
     return NF_OK;
 }
 
@@ -491,6 +558,8 @@ using cluster2_n128 = config<128, 5, 2>;
 using cluster2_n256 = config<256, 3, 2>;
 using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
+using coop_n256_dyn = config<256, 3, 1, 4, true>;
+using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
@@ -509,6 +578,8 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256: return f(config_tag<cluster2_n256>{});
     case NF_PRENORM_COOP_N256_S4: return f(config_tag<coop_n256_s4>{});
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
+    case NF_PRENORM_COOP_N256_DYN: return f(config_tag<coop_n256_dyn>{});
+    case NF_PRENORM_COOP_N256_S4_DYN: return f(config_tag<coop_n256_s4_dyn>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -525,6 +596,8 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256: return "cluster2_n256";
     case NF_PRENORM_COOP_N256_S4: return "coop_n256_s4";
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
+    case NF_PRENORM_COOP_N256_DYN: return "coop_n256_dyn";
+    case NF_PRENORM_COOP_N256_S4_DYN: return "coop_n256_s4_dyn";
     default: return "?";
     }
 }

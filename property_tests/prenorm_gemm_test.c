@@ -30,6 +30,8 @@
  *                   logged; the gate's incumbent property (harness/props.c)
  *                   owns it.
  *   variants        every tile variant (fused/fused.h) within the budget.
+ *   dynamic_tiles   the variants that claim tiles from a counter, launched
+ *                   again and again and on another stream: every tile written.
  *   deterministic   two calls give the same bits.
  *   unsupported     K or N not a multiple of 8 fails before touching the device.
  *
@@ -281,6 +283,7 @@ Test(prenorm_gemm, commutes, .timeout = 1200)
 
 static const shape variant_shapes[] = {
     {1, 136, 8, 0, 1, 0.0}, {333, 264, 520, 8, 1, 0.03}, {4097, 256, 264, 0, 0, 0.0},
+    {20000, 264, 1032, 8, 1, 0.0}, /* 785 tiles of 128x256: several per CTA */
 };
 
 Test(prenorm_gemm, variants, .timeout = 1200)
@@ -301,6 +304,43 @@ Test(prenorm_gemm, variants, .timeout = 1200)
         free_judged(&j);
         free_problem(&p);
     }
+    nf_context_destroy(ctx);
+}
+
+/* The variants that claim tiles from the context's counter: the counter must
+ * be back at zero after every launch (a tile skipped by the next one would
+ * leave poison in Y), also across a change of the context's stream, and on a
+ * grid of one CTA (M = 1). */
+Test(prenorm_gemm, dynamic_tiles, .timeout = 600)
+{
+    static const shape shapes[] = {
+        {20000, 264, 1032, 8, 1, 0.0}, {1, 136, 264, 0, 1, 0.0}, {4097, 520, 264, 0, 0, 0.0},
+    };
+    static const nf_prenorm_variant dyn[] = {NF_PRENORM_COOP_N256_DYN, NF_PRENORM_COOP_N256_S4_DYN};
+    nf_context *ctx = context();
+    const uint64_t base = nf_test_seed(DEFAULT_SEED);
+    cudaStream_t other;
+    CUDA_CHECK(cudaStreamCreate(&other)); /* blocking: ordered with gpu_poison's memsets */
+    for (int round = 0; round < 2; ++round) {
+        NF_CHECK(nf_context_set_stream(ctx, round ? (nf_stream)other : NULL));
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i) {
+            problem p;
+            make_problem(ctx, &p, &shapes[i], nf_seed_mix(base, 400 + 10 * round + i), base);
+            judged j;
+            oracle(&p, &j);
+            for (size_t v = 0; v < sizeof dyn / sizeof dyn[0]; ++v)
+                for (int again = 0; again < 2; ++again) {
+                    nf_prenorm_gemm_fwd_args a = device_args(&p);
+                    NF_CHECK(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, dyn[v]));
+                    CUDA_CHECK(round ? cudaStreamSynchronize(other) : cudaGetLastError());
+                    judge(&p, &j, nf_prenorm_variant_name(dyn[v]), 1);
+                }
+            free_judged(&j);
+            free_problem(&p);
+        }
+    }
+    NF_CHECK(nf_context_set_stream(ctx, NULL));
+    CUDA_CHECK(cudaStreamDestroy(other));
     nf_context_destroy(ctx);
 }
 

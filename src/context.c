@@ -31,6 +31,7 @@ struct nf_context {
         size_t smem;
     } occ[NF_OCCUPANCY_KEPT]; /* nf_ctx_occupancy's answers, occ_n of them */
     int occ_n;
+    unsigned long long *tile_counter; /* nf_ctx_tile_counter, NULL until asked for */
 };
 
 nf_status nf_context_create(nf_context **ctx, int device)
@@ -75,6 +76,7 @@ void nf_context_destroy(nf_context *ctx)
         cudaDeviceSynchronize();
     for (int i = 0; i < NF_WORKSPACE_SLOTS; ++i)
         cudaFree(ctx->ws[i]);
+    cudaFree(ctx->tile_counter);
     for (int i = 0; i < NF_CACHE_COUNT; ++i) /* plans before their handles */
         if (ctx->cache[i] && ctx->cache_release[i])
             ctx->cache_release[i](ctx->cache[i]);
@@ -89,6 +91,13 @@ nf_status nf_context_set_stream(nf_context *ctx, nf_stream stream)
 {
     if (!ctx)
         return nf_fail(NF_ERR_NULL_ARGUMENT, "nf_context_set_stream", "ctx is NULL");
+    if (ctx->tile_counter && (cudaStream_t)stream != ctx->stream) {
+        /* a launch on the new stream must not claim tiles beside one still on the old */
+        cudaError_t e = cudaStreamSynchronize(ctx->stream);
+        if (e != cudaSuccess)
+            return nf_fail(NF_ERR_CUDA, "nf_context_set_stream", "cudaStreamSynchronize: %s",
+                           cudaGetErrorString(e));
+    }
     ctx->stream = (cudaStream_t)stream;
     if (ctx->dnn) {
         cudnnStatus_t s = cudnnSetStream(ctx->dnn, ctx->stream);
@@ -207,6 +216,26 @@ void **nf_ctx_cache(nf_context *ctx, nf_ctx_cache_id id, nf_cache_release_fn rel
 {
     ctx->cache_release[id] = release;
     return &ctx->cache[id];
+}
+
+nf_status nf_ctx_tile_counter(nf_context *ctx, unsigned long long **ptr)
+{
+    static const char where[] = "nf_ctx_tile_counter";
+    if (!ctx->tile_counter) {
+        void *p = NULL;
+        cudaError_t e = cudaMalloc(&p, 2 * sizeof(unsigned long long));
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return nf_fail(NF_ERR_OUT_OF_MEMORY, where, "cudaMalloc(16 bytes): %s", cudaGetErrorString(e));
+        }
+        if ((e = cudaMemsetAsync(p, 0, 2 * sizeof(unsigned long long), ctx->stream)) != cudaSuccess) {
+            cudaFree(p);
+            return nf_fail(NF_ERR_CUDA, where, "cudaMemsetAsync: %s", cudaGetErrorString(e));
+        }
+        ctx->tile_counter = p;
+    }
+    *ptr = ctx->tile_counter;
+    return NF_OK;
 }
 
 nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr)

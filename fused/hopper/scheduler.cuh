@@ -56,6 +56,12 @@ struct tile_scheduler {
             return false;
         const int64_t t = next;
         next += stride;
+        decode(t, c);
+        return true;
+    }
+    /* c = tile t (0 <= t < total) of the grouped order. */
+    __device__ __forceinline__ void decode(int64_t t, tile_coord &c) const
+    {
         const int64_t per_group = (int64_t)group_m * tiles_n;
         const int64_t group = t / per_group;
         const int64_t first_m = group * group_m;
@@ -63,9 +69,31 @@ struct tile_scheduler {
         const int64_t in_group = t - group * per_group;
         c.m_tile = (first_m + in_group % rows) * cluster_m + rank;
         c.n_tile = in_group / rows;
-        return true;
     }
 };
+
+/*
+ * Dynamic order: the CTAs claim the tiles of the same grouped order one at a
+ * time from a counter in global memory (counter[0] the next tile, counter[1]
+ * the CTAs done), so an SM that runs ahead takes more tiles than one that
+ * lags.  A CTA claims until it gets t >= total; the last CTA to finish puts
+ * both words back to 0 for the next launch, so launches sharing a counter
+ * must not overlap (one stream).
+ */
+__device__ __forceinline__ int64_t claim_tile(unsigned long long *counter)
+{
+    return (int64_t)atomicAdd(counter, 1ull);
+}
+
+/* After this CTA's last claim: the last CTA resets the counter. */
+__device__ __forceinline__ void counter_done(unsigned long long *counter)
+{
+    __threadfence(); /* every claim of this CTA before its count */
+    if (atomicAdd(counter + 1, 1ull) == (unsigned long long)gridDim.x - 1ull) {
+        atomicExch(counter, 0ull);
+        atomicExch(counter + 1, 0ull);
+    }
+}
 
 /* Grid size of the persistent launch: one CTA per SM at most, whole clusters. */
 static inline unsigned persistent_grid(int64_t M, int64_t N, int BM, int BN, int sm_count, int cluster = 1)

@@ -189,11 +189,12 @@ __device__ __forceinline__ void produce(shared_storage<C> &s, const CUtensorMap 
 template <class C>
 __device__ __forceinline__ void produce_dynamic(shared_storage<C> &s, const CUtensorMap *tm_a,
                                                 const CUtensorMap *tm_b, int64_t M, int64_t N, int k_tiles,
-                                                unsigned long long *counter)
+                                                unsigned *counter)
 {
     const tile_scheduler sched(M, N, C::BM, C::BN, kGroupM);
     ring_pos<C::STAGES> p;
-    int64_t t = claim_tile(counter);
+    const unsigned claims = (unsigned)(sched.total + gridDim.x); /* the launcher bounds it */
+    int64_t t = claim_tile(counter, claims);
     while (t < sched.total) {
         tile_coord c;
         sched.decode(t, c);
@@ -203,7 +204,7 @@ __device__ __forceinline__ void produce_dynamic(shared_storage<C> &s, const CUte
             s.ring.producer_acquire(p);
             if (kt == 0) {
                 s.tile[p.stage] = t;
-                next = claim_tile(counter);
+                next = claim_tile(counter, claims);
             }
             s.ring.producer_expect(p, C::STAGE_BYTES);
             uint64_t *full = &s.ring.full[p.stage];
@@ -379,7 +380,7 @@ template <class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
 prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                         const __grid_constant__ CUtensorMap tm_y, int64_t M, int64_t N, int64_t K,
-                        float eps, float *rstd_out, unsigned long long *tile_counter)
+                        float eps, float *rstd_out, unsigned *tile_counter)
 {
     extern __shared__ uint8_t smem_raw[];
     /* Aligned by an offset added to smem_raw, not by integer arithmetic on its
@@ -533,9 +534,16 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
     cudaLaunchAttribute attr[1];
     int resident = 0;
     NF_TRY(launch_config<C>(ctx, a->M, a->N, &cfg, attr, &resident));
-    unsigned long long *counter = nullptr;
-    if (C::DYNAMIC)
+    unsigned *counter = nullptr;
+    if (C::DYNAMIC) {
+        /* claims reach tiles + grid on a 32-bit counter */
+        const int64_t tiles = ((a->M + C::BM - 1) / C::BM) * ((a->N + C::BN - 1) / C::BN);
+        if (tiles > (int64_t)UINT32_MAX - (int64_t)cfg.gridDim.x)
+            return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_fused_prenorm_gemm_fwd",
+                           "M = %lld and N = %lld make %lld tiles, more than the dynamic variants count",
+                           (long long)a->M, (long long)a->N, (long long)tiles);
         NF_TRY(nf_ctx_tile_counter(ctx, &counter));
+    }
     NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, prenorm_gemm_fwd_kernel<C>, tm_a, tm_b, tm_y, a->M, a->N, a->K,
                                    a->eps, a->rstd, counter));
     return NF_OK;

@@ -31,7 +31,7 @@ struct nf_context {
         size_t smem;
     } occ[NF_OCCUPANCY_KEPT]; /* nf_ctx_occupancy's answers, occ_n of them */
     int occ_n;
-    unsigned long long *tile_counter; /* nf_ctx_tile_counter, NULL until asked for */
+    unsigned *tile_counter; /* nf_ctx_tile_counter, NULL until asked for */
 };
 
 nf_status nf_context_create(nf_context **ctx, int device)
@@ -218,17 +218,17 @@ void **nf_ctx_cache(nf_context *ctx, nf_ctx_cache_id id, nf_cache_release_fn rel
     return &ctx->cache[id];
 }
 
-nf_status nf_ctx_tile_counter(nf_context *ctx, unsigned long long **ptr)
+nf_status nf_ctx_tile_counter(nf_context *ctx, unsigned **ptr)
 {
     static const char where[] = "nf_ctx_tile_counter";
     if (!ctx->tile_counter) {
         void *p = NULL;
-        cudaError_t e = cudaMalloc(&p, 2 * sizeof(unsigned long long));
+        cudaError_t e = cudaMalloc(&p, 2 * sizeof(unsigned));
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            return nf_fail(NF_ERR_OUT_OF_MEMORY, where, "cudaMalloc(16 bytes): %s", cudaGetErrorString(e));
+            return nf_fail(NF_ERR_OUT_OF_MEMORY, where, "cudaMalloc(8 bytes): %s", cudaGetErrorString(e));
         }
-        if ((e = cudaMemsetAsync(p, 0, 2 * sizeof(unsigned long long), ctx->stream)) != cudaSuccess) {
+        if ((e = cudaMemsetAsync(p, 0, 2 * sizeof(unsigned), ctx->stream)) != cudaSuccess) {
             cudaFree(p);
             return nf_fail(NF_ERR_CUDA, where, "cudaMemsetAsync: %s", cudaGetErrorString(e));
         }

@@ -89,12 +89,12 @@ nf_status nf_ctx_cudnn(nf_context *ctx, struct cudnnContext **handle);
  * intermediates at once.  Growing it synchronises the context's stream. */
 #define NF_WORKSPACE_SLOTS 5
 nf_status nf_ctx_workspace(nf_context *ctx, int slot, size_t bytes, void **ptr);
-/* Two zeroed 64-bit words of device memory for kernels that claim their tiles
+/* Two zeroed 32-bit words of device memory for kernels that claim their tiles
  * from a counter (fused/hopper/scheduler.cuh), made on first use and zeroed
  * in the context's stream order; every launch leaves them zero again, so the
  * launches that use them must run one after another: on the context's stream
  * (nf_context_set_stream waits for the old stream once they exist). */
-nf_status nf_ctx_tile_counter(nf_context *ctx, unsigned long long **ptr);
+nf_status nf_ctx_tile_counter(nf_context *ctx, unsigned **ptr);
 /* A TMA tensor map's row stride is below 2^40 bytes: the longest leading
  * dimension of a bf16 matrix the fused kernels take, in elements. */
 #define NF_TMA_MAX_LD ((int64_t)1 << 39)

@@ -24,7 +24,10 @@
  * tile; nf_prenorm_pick_variant chooses by shape) and cluster2_n128/n256/n256_s4
  * (2-CTA clusters along M sharing each Wg tile by TMA multicast; within 0-8 %
  * of the one-CTA tiles on the H200 since the stage release arrives at CTA
- * scope, not ahead; fused/NOTES.md v3, v5).
+ * scope, not ahead; fused/NOTES.md v3, v5); coop_n256_dyn and coop_n256_s4_dyn
+ * claim their tiles one at a time from a counter in the context instead of a
+ * fixed stride (not picked: on an H100 4-12 % ahead of their static twins at
+ * M = 524288, K = 256, 2-10 % behind on most other shapes; fused/NOTES.md v21).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg

@@ -154,30 +154,39 @@ constexpr size_t smem_bytes() { return sizeof(shared_storage<C>) + kSmemAlign; }
 
 /* ---- producer: TMA loads of A and Wg into the ring ------------------------------ */
 
+/* Announce a stage's bytes and load k-tile kt of the tile at (m0, n0) into
+ * it: A, and Wg's boxes (with clusters, this CTA's share, multicast to all). */
+template <class C>
+__device__ __forceinline__ void load_stage(shared_storage<C> &s, const ring_pos<C::STAGES> &p,
+                                           const CUtensorMap *tm_a, const CUtensorMap *tm_b, int32_t m0,
+                                           int32_t n0, int kt, int rank)
+{
+    constexpr uint16_t kAllCtas = (uint16_t)((1u << C::CLUSTER) - 1u);
+    s.ring.producer_expect(p, C::STAGE_BYTES);
+    uint64_t *full = &s.ring.full[p.stage];
+    tma_load_2d(s.a[p.stage], tm_a, full, kt * C::BK, m0);            /* A[m0.., k..] */
+#pragma unroll
+    for (int bx = 0; bx < C::B_BOXES; ++bx) {                        /* Wg[k.., n..] */
+        if (C::CLUSTER == 1)
+            tma_load_2d(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols, kt * C::BK);
+        else if (bx % C::CLUSTER == rank) /* my share, to every CTA of the cluster */
+            tma_load_2d_multicast(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols, kt * C::BK,
+                                  kAllCtas);
+    }
+}
+
 template <class C>
 __device__ __forceinline__ void produce(shared_storage<C> &s, const CUtensorMap *tm_a,
                                         const CUtensorMap *tm_b, int64_t M, int64_t N, int k_tiles)
 {
     tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
-    const int rank = sched.rank;
-    constexpr uint16_t kAllCtas = (uint16_t)((1u << C::CLUSTER) - 1u);
     ring_pos<C::STAGES> p;
     tile_coord t;
     while (sched.fetch(t)) {
         const int32_t m0 = (int32_t)(t.m_tile * C::BM), n0 = (int32_t)(t.n_tile * C::BN);
         for (int kt = 0; kt < k_tiles; ++kt) {
             s.ring.producer_acquire(p); /* released by every CTA of the cluster */
-            s.ring.producer_expect(p, C::STAGE_BYTES);
-            uint64_t *full = &s.ring.full[p.stage];
-            tma_load_2d(s.a[p.stage], tm_a, full, kt * C::BK, m0);            /* A[m0.., k..] */
-#pragma unroll
-            for (int bx = 0; bx < C::B_BOXES; ++bx) {                        /* Wg[k.., n..] */
-                if (C::CLUSTER == 1)
-                    tma_load_2d(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols, kt * C::BK);
-                else if (bx % C::CLUSTER == rank) /* my share, to every CTA of the cluster */
-                    tma_load_2d_multicast(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols,
-                                          kt * C::BK, kAllCtas);
-            }
+            load_stage<C>(s, p, tm_a, tm_b, m0, n0, kt, sched.rank);
             p.advance();
         }
     }
@@ -209,12 +218,7 @@ __device__ __forceinline__ void produce_dynamic(shared_storage<C> &s, const CUte
                 s.tile[p.stage] = t;
                 next = claim_tile(counter, claims);
             }
-            s.ring.producer_expect(p, C::STAGE_BYTES);
-            uint64_t *full = &s.ring.full[p.stage];
-            tma_load_2d(s.a[p.stage], tm_a, full, kt * C::BK, m0);
-#pragma unroll
-            for (int bx = 0; bx < C::B_BOXES; ++bx)
-                tma_load_2d(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols, kt * C::BK);
+            load_stage<C>(s, p, tm_a, tm_b, m0, n0, kt, 0);
             p.advance();
         }
         t = next;

@@ -26,8 +26,9 @@
  * of the one-CTA tiles on the H200 since the stage release arrives at CTA
  * scope, not ahead; fused/NOTES.md v3, v5); coop_n256_dyn and coop_n256_s4_dyn
  * claim their tiles one at a time from a counter in the context instead of a
- * fixed stride (not picked: on an H100 4-12 % ahead of their static twins at
- * M = 524288, K = 256, 2-10 % behind on most other shapes; fused/NOTES.md v21).
+ * fixed stride (coop_n256_s4_dyn picked for many short tiles: on an H100
+ * 1-11 % ahead of every static variant at M >= 131072 with K x N <= 2^17,
+ * behind elsewhere; coop_n256_dyn never picked; fused/NOTES.md v21).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -622,12 +623,19 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  * and a mainloop of 8 or more k-tiles (K >= 512), the fourth stage of
  * coop_n256_s4 pays (4-15 %); elsewhere coop_n256, whose whole Y tile leaves
  * as one group, is as fast or up to 6 % faster than the 2-slot Y ring.  The
- * cluster variants come within 0-8 % of coop_n256, not ahead. */
+ * cluster variants come within 0-8 % of coop_n256, not ahead.
+ * Measured on the H100 (fused/NOTES.md v21, two probe runs): where tiles are
+ * short (K x N <= 2^17: K = 256 with N <= 512, or K = 512 with N = 256) and
+ * many (M >= 131072: 8 rounds of tiles and more), claiming them from a
+ * counter beats every static variant by 1-11 %; on longer or fewer tiles it
+ * loses up to 7 %.  Its 32-bit counter holds the claims
+ * of every shape it is picked for (at most 2^24 M-tiles x 2 N-tiles). */
 extern "C" nf_prenorm_variant nf_prenorm_pick_variant(int64_t M, int64_t K, int64_t N)
 {
-    (void)M;
     if (N <= 128)
         return NF_PRENORM_COOP_N128;
+    if (M >= 131072 && N <= 512 && K * N <= 131072)
+        return NF_PRENORM_COOP_N256_S4_DYN;
     return N <= 256 && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
 }
 

@@ -69,12 +69,12 @@
  * BN=256: 3 x 48 KB stages + 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4:
  * 4 x 48 KB stages + 2 x 2 x 8 KB Y slots + barriers ~ 226 KB.
  * Measured (H200, the suites' bench.md from 1c65728 to 6f455b0, this machine
- * code, fused and cuBLASLt timed in turn): the variant the launcher picks
- * takes 0.96-1.05x the time of cuBLASLt's GEMM alone over SPEC.md's seed
+ * code, fused and cuBLASLt timed in turn): the variant the launcher picked
+ * before v21 takes 0.96-1.05x the time of cuBLASLt's GEMM alone over SPEC.md's seed
  * grid (the goal's t_fused <= t_gemm on 9-14 of its 27 shapes from run to
  * run, fused/NOTES.md "Bench at 6f455b0"), of which the sum of
  * squares is ~1.6 % (skipped, timing only: fused/NOTES.md, "What cuBLASLt
- * runs"); fused/NOTES.md v1-v17 have the history, every other epilogue and
+ * runs"); fused/NOTES.md v1-v21 have the history, every other epilogue and
  * tile layout tried included.
  */
 #include <cuda.h>

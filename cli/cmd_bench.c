@@ -554,7 +554,7 @@ static void grid_prenorm(bench *b, int quick)
                 /* the four timed in turn, the norm last: it writes the rstd that
                  * prenorm_bwd reads; the fused case records the tile variant the
                  * library picks for the shape (fused/fused.h) */
-                const char *variant = nf_prenorm_variant_name(nf_prenorm_pick_variant(M, K, N));
+                const char *variant = nf_prenorm_variant_name(nf_prenorm_pick_variant(b->ctx, M, K, N));
                 turn_case turn[] = {
                     {"prenorm_fwd", "fused", variant, s, 2 * (mk + kn + mn) + 4 * M, flops,
                      launch_prenorm_fwd, &c, 0},

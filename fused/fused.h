@@ -39,8 +39,8 @@ const char *nf_prenorm_variant_name(nf_prenorm_variant variant);
  * fewer than the SMs). */
 nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t N, nf_prenorm_variant variant,
                                   unsigned *grid, int *resident);
-/* The variant NF_PRENORM_AUTO resolves to for a shape. */
-nf_prenorm_variant nf_prenorm_pick_variant(int64_t M, int64_t K, int64_t N);
+/* The variant NF_PRENORM_AUTO resolves to for a shape on the context's device. */
+nf_prenorm_variant nf_prenorm_pick_variant(const nf_context *ctx, int64_t M, int64_t K, int64_t N);
 
 #ifdef __cplusplus
 }

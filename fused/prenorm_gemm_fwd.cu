@@ -26,9 +26,10 @@
  * of the one-CTA tiles on the H200 since the stage release arrives at CTA
  * scope, not ahead; fused/NOTES.md v3, v5); coop_n256_dyn and coop_n256_s4_dyn
  * claim their tiles one at a time from a counter in the context instead of a
- * fixed stride (coop_n256_s4_dyn picked for many short tiles: on an H100
- * 1-11 % ahead of every static variant at M >= 131072 with K x N <= 2^17,
- * behind elsewhere; coop_n256_dyn never picked; fused/NOTES.md v21).
+ * fixed stride (coop_n256_s4_dyn picked for many short tiles on devices of
+ * the H100's memory bandwidth: there level or 1-12 % ahead of every static
+ * variant at M >= 131072 with K x N <= 2^17, behind elsewhere; not yet
+ * measured on the H200; coop_n256_dyn never picked; fused/NOTES.md v21).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -624,17 +625,23 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  * coop_n256_s4 pays (4-15 %); elsewhere coop_n256, whose whole Y tile leaves
  * as one group, is as fast or up to 6 % faster than the 2-slot Y ring.  The
  * cluster variants come within 0-8 % of coop_n256, not ahead.
- * Measured on the H100 (fused/NOTES.md v21, two probe runs): where tiles are
- * short (K x N <= 2^17: K = 256 with N <= 512, or K = 512 with N = 256) and
- * many (M >= 131072: 8 rounds of tiles and more), claiming them from a
- * counter beats every static variant by 1-11 %; on longer or fewer tiles it
- * loses up to 7 %.  Its 32-bit counter holds the claims
- * of every shape it is picked for (at most 2^24 M-tiles x 2 N-tiles). */
-extern "C" nf_prenorm_variant nf_prenorm_pick_variant(int64_t M, int64_t K, int64_t N)
+ * Measured on the H100 SXM (3.35 TB/s of HBM3; fused/NOTES.md v21, three probe
+ * runs and a bench): where tiles are short (K x N <= 2^17: K = 256 with
+ * N <= 512, or K = 512 with N = 256) and many (M >= 131072: 8 rounds of
+ * tiles and more), claiming them from a counter is 1-12 % ahead of every
+ * static variant on five of the grid's six such shapes and level on the
+ * sixth (131072x256x256); on longer or fewer tiles it loses up to 9 %.  Not yet measured
+ * on faster memory, where the static variants already rank otherwise (on
+ * the H200, 4.8 TB/s, coop_n256_s4 is 6-7 % behind coop_n256 at N = 512, level
+ * with it on the H100), so picked only on devices of under 4 TB/s.  Its
+ * 32-bit counter holds the claims of every shape it is picked for (at most
+ * 2^24 M-tiles x 2 N-tiles). */
+extern "C" nf_prenorm_variant nf_prenorm_pick_variant(const nf_context *ctx, int64_t M, int64_t K, int64_t N)
 {
     if (N <= 128)
         return NF_PRENORM_COOP_N128;
-    if (M >= 131072 && N <= 512 && K * N <= 131072)
+    const int gbps = nf_ctx_mem_gbps(ctx);
+    if (M >= 131072 && N <= 512 && K * N <= 131072 && gbps > 0 && gbps < 4000)
         return NF_PRENORM_COOP_N256_S4_DYN;
     return N <= 256 && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
 }
@@ -650,7 +657,7 @@ extern "C" nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf
     if (st != NF_OK)
         return st;
     if (variant == NF_PRENORM_AUTO)
-        variant = nf_prenorm_pick_variant(a->M, a->K, a->N);
+        variant = nf_prenorm_pick_variant(ctx, a->M, a->K, a->N);
     return with_variant(fn, variant, [&](auto tag) {
         return launch<typename decltype(tag)::type>(ctx, a, B, ldb);
     });
@@ -666,7 +673,7 @@ extern "C" nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t
         return nf_fail(NF_ERR_BAD_SIZE, fn, "M (%lld) and N (%lld) must be >= 1", (long long)M,
                        (long long)N);
     if (variant == NF_PRENORM_AUTO)
-        variant = nf_prenorm_pick_variant(M, 0, N);
+        variant = nf_prenorm_pick_variant(ctx, M, 0, N);
     return with_variant(fn, variant, [&](auto tag) {
         return grid_of<typename decltype(tag)::type>(ctx, M, N, grid, resident);
     });

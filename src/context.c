@@ -17,6 +17,7 @@ struct nf_context {
     int device;
     int arch;     /* 10*major + minor */
     int sm_count;
+    int mem_gbps; /* peak DRAM bandwidth, GB/s, from the device's attributes; 0 if unknown */
     int max_cluster; /* the largest thread-block cluster a launcher may ask for */
     cudaStream_t stream;
     cublasLtHandle_t lt;
@@ -60,6 +61,11 @@ nf_status nf_context_create(nf_context **ctx, int device)
     c->device = device;
     c->arch = 10 * prop.major + prop.minor;
     c->sm_count = prop.multiProcessorCount;
+    int mem_khz = 0, bus_bits = 0; /* double data rate: 2 transfers per clock */
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess)
+        c->mem_gbps = (int)((double)mem_khz * bus_bits / 4e6);
+    (void)cudaGetLastError();
     c->max_cluster = NF_MAX_CLUSTER;
     *ctx = c;
     return NF_OK;
@@ -122,6 +128,7 @@ int nf_context_arch(const nf_context *ctx) { return ctx ? ctx->arch : 0; }
 nf_stream nf_ctx_stream(const nf_context *ctx) { return (nf_stream)ctx->stream; }
 int nf_ctx_arch(const nf_context *ctx) { return ctx->arch; }
 int nf_ctx_sm_count(const nf_context *ctx) { return ctx->sm_count; }
+int nf_ctx_mem_gbps(const nf_context *ctx) { return ctx->mem_gbps; }
 int nf_ctx_max_cluster(const nf_context *ctx) { return ctx->max_cluster; }
 
 static int occupancy_find(const nf_context *ctx, const void *kernel, int cta, size_t smem, int cluster,

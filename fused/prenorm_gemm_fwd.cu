@@ -619,30 +619,40 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     }
 }
 
-/* Measured on the H200 (fused/NOTES.md v5, the probe over the seed grid):
- * BN = 256 wins or ties on every shape (N >= 256).  With one N-tile (N = 256)
- * and a mainloop of 8 or more k-tiles (K >= 512), the fourth stage of
- * coop_n256_s4 pays (4-15 %); elsewhere coop_n256, whose whole Y tile leaves
- * as one group, is as fast or up to 6 % faster than the 2-slot Y ring.  The
- * cluster variants come within 0-8 % of coop_n256, not ahead.
- * Measured on the H100 SXM (3.35 TB/s of HBM3; fused/NOTES.md v21, three probe
- * runs and a bench): where tiles are short (K x N <= 2^17: K = 256 with
- * N <= 512, or K = 512 with N = 256) and many (M >= 131072: 8 rounds of
- * tiles and more), claiming them from a counter is 1-12 % ahead of every
- * static variant on five of the grid's six such shapes and level on the
- * sixth (131072x256x256); on longer or fewer tiles it loses up to 9 %.  Not yet measured
- * on faster memory, where the static variants already rank otherwise (on
- * the H200, 4.8 TB/s, coop_n256_s4 is 6-7 % behind coop_n256 at N = 512, level
- * with it on the H100), so picked only on devices of under 4 TB/s.  Its
- * 32-bit counter holds the claims of every shape it is picked for (at most
- * 2^24 M-tiles x 2 N-tiles). */
+/* The variants rank differently on the two Hopper parts measured, so the
+ * pick follows the device's DRAM bandwidth (nf_ctx_mem_gbps).
+ *
+ * The H200 (4.8 TB/s of HBM3e; fused/NOTES.md v5, the probe over the seed
+ * grid): BN = 256 wins or ties on every shape (N >= 256).  With one N-tile
+ * (N = 256) and a mainloop of 8 or more k-tiles (K >= 512), the fourth stage
+ * of coop_n256_s4 pays (4-15 %); elsewhere coop_n256, whose whole Y tile
+ * leaves as one group, is as fast or faster than the 2-slot Y ring (up to
+ * 11 % at N = 1024 in the probe of ee1b9cb).  The cluster variants come within 0-8 % of
+ * coop_n256, not ahead.  The dynamic variants' current build is not measured
+ * there yet.
+ *
+ * The H100 SXM (3.35 TB/s of HBM3; fused/NOTES.md v21, three probe runs and a
+ * bench): coop_n256_s4 also leads at N = 512 with K >= 512 (2-6 % at
+ * M <= 131072, level at 524288).  Where tiles are short (K x N <= 2^17: K =
+ * 256 with N <= 512, or K = 512 with N = 256) and many (M >= 131072: 8
+ * rounds of tiles and more), claiming them from a counter (coop_n256_s4_dyn)
+ * is 1-12 % ahead of every static variant on five of the grid's six such
+ * shapes and level on the sixth (131072x256x256); on longer or fewer tiles it
+ * loses up to 9 %.  Its 32-bit counter holds the claims of every shape it is
+ * picked for (at most 2^24 M-tiles x 2 N-tiles).
+ *
+ * A device of under 4 TB/s takes the H100's pick; any other (or one that
+ * does not report its memory) the H200's. */
 extern "C" nf_prenorm_variant nf_prenorm_pick_variant(const nf_context *ctx, int64_t M, int64_t K, int64_t N)
 {
     if (N <= 128)
         return NF_PRENORM_COOP_N128;
     const int gbps = nf_ctx_mem_gbps(ctx);
-    if (M >= 131072 && N <= 512 && K * N <= 131072 && gbps > 0 && gbps < 4000)
-        return NF_PRENORM_COOP_N256_S4_DYN;
+    if (gbps > 0 && gbps < 4000) {
+        if (M >= 131072 && N <= 512 && K * N <= 131072)
+            return NF_PRENORM_COOP_N256_S4_DYN;
+        return N <= 512 && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
+    }
     return N <= 256 && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
 }
 

@@ -367,6 +367,21 @@ Test(prenorm_gemm, deterministic, .timeout = 600)
     nf_context_destroy(ctx);
 }
 
+/* The pick follows the device's DRAM bandwidth (nf_prenorm_pick_variant): a
+ * wrong unit or a missed data-rate factor would hand a device the other
+ * part's ranking without failing anything else.  Every Hopper part reports
+ * between the H100 PCIe's 2.0 and the H200's 4.9 TB/s. */
+Test(prenorm_gemm, device_bandwidth)
+{
+    nf_context *ctx = context();
+    const int gbps = nf_ctx_mem_gbps(ctx);
+    cr_expect(gbps >= 1500 && gbps <= 6000, "the device reports %d GB/s of DRAM bandwidth", gbps);
+    const nf_prenorm_variant v = nf_prenorm_pick_variant(ctx, 524288, 256, 512);
+    cr_expect_eq(v, gbps < 4000 ? NF_PRENORM_COOP_N256_S4_DYN : NF_PRENORM_COOP_N256,
+                 "at %d GB/s, 524288x256x512 picks %s", gbps, nf_prenorm_variant_name(v));
+    nf_context_destroy(ctx);
+}
+
 Test(prenorm_gemm, unsupported)
 {
     nf_context *ctx = context();

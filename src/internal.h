@@ -64,7 +64,8 @@ nf_stream nf_ctx_stream(const nf_context *ctx);
 int nf_ctx_arch(const nf_context *ctx);
 int nf_ctx_sm_count(const nf_context *ctx);
 /* The device's peak DRAM bandwidth in GB/s as its memory clock and bus width
- * give it (H100 SXM 3352, H200 4916), 0 where the device does not say. */
+ * give it (by their published clocks and buses H100 SXM 3352, H200 4916), 0
+ * where the device does not say. */
 int nf_ctx_mem_gbps(const nf_context *ctx);
 /* The largest cluster (CTAs, a power of two) the norm backward's launcher
  * tries, NF_MAX_CLUSTER unless set lower: the tests run the paths a device

@@ -546,7 +546,7 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
     unsigned *counter = nullptr;
     if (C::DYNAMIC) {
         /* claims reach tiles + grid on a 32-bit counter */
-        const int64_t tiles = ((a->M + C::BM - 1) / C::BM) * ((a->N + C::BN - 1) / C::BN);
+        const int64_t tiles = tile_units(a->M, a->N, C::BM, C::BN);
         if (tiles > (int64_t)UINT32_MAX - (int64_t)cfg.gridDim.x)
             return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_fused_prenorm_gemm_fwd",
                            "M = %lld and N = %lld make %lld tiles, more than the dynamic variants count",
@@ -627,12 +627,12 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  * (N = 256) and a mainloop of 8 or more k-tiles (K >= 512), the fourth stage
  * of coop_n256_s4 pays (4-15 %); elsewhere coop_n256, whose whole Y tile
  * leaves as one group, is as fast or faster than the 2-slot Y ring (up to
- * 11 % at N = 1024 in the probe of ee1b9cb).  The cluster variants come within 0-8 % of
- * coop_n256, not ahead.  The dynamic variants' current build is not measured
- * there yet.
+ * 11 % at N = 1024 in the probe of ee1b9cb).  The cluster variants come
+ * within 0-8 % of coop_n256, not ahead.  The dynamic variants' current build
+ * is not measured there yet.
  *
- * The H100 SXM (3.35 TB/s of HBM3; fused/NOTES.md v21, three probe runs and a
- * bench): coop_n256_s4 also leads at N = 512 with K >= 512 (2-6 % at
+ * The H100 SXM (3.35 TB/s of HBM3; fused/NOTES.md v21, four probe runs and
+ * two benches): coop_n256_s4 also leads at N = 512 with K >= 512 (2-6 % at
  * M <= 131072, level at 524288).  Where tiles are short (K x N <= 2^17: K =
  * 256 with N <= 512, or K = 512 with N = 256) and many (M >= 131072: 8
  * rounds of tiles and more), claiming them from a counter (coop_n256_s4_dyn)
@@ -648,12 +648,11 @@ extern "C" nf_prenorm_variant nf_prenorm_pick_variant(const nf_context *ctx, int
     if (N <= 128)
         return NF_PRENORM_COOP_N128;
     const int gbps = nf_ctx_mem_gbps(ctx);
-    if (gbps > 0 && gbps < 4000) {
-        if (M >= 131072 && N <= 512 && K * N <= 131072)
-            return NF_PRENORM_COOP_N256_S4_DYN;
-        return N <= 512 && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
-    }
-    return N <= 256 && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
+    const bool h100_memory = gbps > 0 && gbps < 4000;
+    if (h100_memory && M >= 131072 && N <= 512 && K * N <= 131072)
+        return NF_PRENORM_COOP_N256_S4_DYN;
+    const int64_t s4_widest = h100_memory ? 512 : 256; /* the widest N the 4th stage pays at, K >= 512 */
+    return N <= s4_widest && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
 }
 
 extern "C" nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a,

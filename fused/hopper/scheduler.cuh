@@ -103,10 +103,17 @@ __device__ __forceinline__ void counter_done(unsigned *counter)
     }
 }
 
+/* Units of work of an M x N output in BM x BN tiles: tiles, or with clusters
+ * along M, columns of cluster tiles (tile_scheduler's total). */
+static inline int64_t tile_units(int64_t M, int64_t N, int BM, int BN, int cluster = 1)
+{
+    return (((M + BM - 1) / BM + cluster - 1) / cluster) * ((N + BN - 1) / BN);
+}
+
 /* Grid size of the persistent launch: one CTA per SM at most, whole clusters. */
 static inline unsigned persistent_grid(int64_t M, int64_t N, int BM, int BN, int sm_count, int cluster = 1)
 {
-    const int64_t units = (((M + BM - 1) / BM + cluster - 1) / cluster) * ((N + BN - 1) / BN);
+    const int64_t units = tile_units(M, N, BM, BN, cluster);
     const int64_t most = sm_count / cluster;
     return (unsigned)((units < most ? units : most) * cluster);
 }

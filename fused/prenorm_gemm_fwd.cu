@@ -28,8 +28,9 @@
  * claim their tiles one at a time from a counter in the context instead of a
  * fixed stride (coop_n256_s4_dyn picked for many short tiles on devices of
  * the H100's memory bandwidth: there level or 1-12 % ahead of every static
- * variant at M >= 131072 with K x N <= 2^17, behind elsewhere; not yet
- * measured on the H200; coop_n256_dyn never picked; fused/NOTES.md v21).
+ * variant at M >= 131072 with K x N <= 2^17, behind elsewhere; on the H200
+ * level or 1-6 % behind there too, so not picked; coop_n256_dyn never picked;
+ * fused/NOTES.md v21).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -628,11 +629,13 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  * of coop_n256_s4 pays (4-15 %); elsewhere coop_n256, whose whole Y tile
  * leaves as one group, is as fast or faster than the 2-slot Y ring (up to
  * 11 % at N = 1024 in the probe of ee1b9cb).  The cluster variants come
- * within 0-8 % of coop_n256, not ahead.  The dynamic variants' current build
- * is not measured there yet.
+ * within 0-8 % of coop_n256, not ahead.  Nor is coop_n256_s4_dyn on the six
+ * short-tile shapes the H100 gives it (two probe runs at 385115c: level with
+ * the best static variant at {131072,524288}x256x256, 1-6 % behind on the
+ * other four).
  *
- * The H100 SXM (3.35 TB/s of HBM3; fused/NOTES.md v21, four probe runs and
- * two benches): coop_n256_s4 also leads at N = 512 with K >= 512 (2-6 % at
+ * The H100 SXM (3.35 TB/s of HBM3; fused/NOTES.md v21, five probe runs and
+ * three benches): coop_n256_s4 also leads at N = 512 with K >= 512 (2-6 % at
  * M <= 131072, level at 524288).  Where tiles are short (K x N <= 2^17: K =
  * 256 with N <= 512, or K = 512 with N = 256) and many (M >= 131072: 8
  * rounds of tiles and more), claiming them from a counter (coop_n256_s4_dyn)

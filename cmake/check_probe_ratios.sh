@@ -1,0 +1,54 @@
+#!/bin/sh
+# check_probe_ratios.sh SCRIPT: scripts/probe_ratios.py on probe tables whose
+# ratios are known.  Table a: variant v1 0.100 ms everywhere, v2 0.090 on one
+# shape and 0.120 on the other two, v3 not run (inf), cublasLt 0.100; the
+# table sits between the probe's check lines and its footnote, as the probe
+# prints it.  Table b: the same shapes, v2 0.080 everywhere.
+set -eu
+# shellcheck source=cmake/check_lib.sh
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
+script_and_scratch check_probe_ratios "$@"
+hdr='M x K x N                 v1            v2            v3     auto cublasLt roofline          best b/gemm TFLOP/s  %roof'
+cat > "$dir/a.txt" <<EOT
+check M=65536 K=256 N=256 pad=0 v1: max 0.9 ulp  ok
+
+$hdr
+65536x256x256         0.1000        0.0900           inf   0.0900   0.1000   0.0500            v2  0.900     300   50.0
+65536x256x512         0.1000        0.1200           inf   0.1000   0.1000   0.0500            v1  1.000     300   50.0
+524288x256x256        0.1000        0.1200           inf   0.1000   0.1000   0.0500            v1  1.000     300   50.0
+(ms, medians of 15 timed in turn, L2 flushed; b/gemm = best fused variant / cuBLASLt GEMM alone)
+PASS: 0 check failure(s)
+EOT
+sed -e 's/0\.0900  /0.0800  /; s/0\.1200  /0.0800  /' "$dir/a.txt" > "$dir/b.txt"
+run_script v2 v1 "$dir/a.txt"
+expect "$out" '^65536x256x256 +0\.900$' "one run, a shape where v2 is faster"
+expect "$out" '^524288x256x256 +1\.200$' "one run, a shape where v2 is slower"
+expect "$out" '^run 1 \(.*a\.txt\): median 1\.200 over 3 shapes, 0\.900-1\.200, under 1 on 1$' "the run's line"
+expect_rc 0 "a readable table"
+run_script v2 v1 "$dir/a.txt" "$dir/b.txt"
+expect "$out" '^65536x256x512 +1\.200 +0\.800$' "two runs side by side"
+expect "$out" '^run 2 \(.*b\.txt\): median 0\.800 over 3 shapes, 0\.800-0\.800, under 1 on 3$' "the second run's line"
+run_script auto best:v1,v2 "$dir/a.txt"
+expect "$out" '^65536x256x256 +1\.000$' "best of two columns: the faster, v2"
+expect "$out" '^65536x256x512 +1\.000$' "best of two columns: the faster, v1"
+run_script v3 v1 "$dir/a.txt"
+expect "$out" '^65536x256x256 +-$' "a variant not run (inf) is missing, not a ratio"
+expect "$out" '^run 1 \(.*\): no shape with both times$' "a run of missing times"
+run_script v1 best:v1,v3 "$dir/a.txt"
+expect "$out" '^65536x256x256 +-$' "the best of columns one of which is missing is missing"
+run_script v2 v1 --shapes '^524288x' "$dir/a.txt"
+expect "$out" '^run 1 \(.*\): median 1\.200 over 1 shapes' "--shapes keeps the matching shapes"
+if printf '%s\n' "$out" | grep -q '^65536x'; then echo "FAIL: --shapes kept a shape it does not match"; status=1; fi
+# what it refuses: one line naming the file and what is wrong, exit 2
+printf 'no table here\n' > "$dir/none.txt"
+expect_error 2 "a file without a probe table" "^probe_ratios: .*none\.txt: no probe table" v1 v2 "$dir/none.txt"
+expect_error 2 "a column the table lacks" "^probe_ratios: .*a\.txt: no column 'v9' \(columns: v1, v2, v3, auto, cublasLt, roofline\)\$" \
+  v9 v1 "$dir/a.txt"
+expect_error 2 "a best: naming a column the table lacks" "^probe_ratios: .*a\.txt: no column 'v9'" v1 best:v2,v9 "$dir/a.txt"
+expect_error 2 "a missing file" "^probe_ratios: .*missing\.txt: No such file or directory\$" v1 v2 "$dir/missing.txt"
+sed -e 's/^65536x256x512         0\.1000/65536x256x512         0.1O00/' "$dir/a.txt" > "$dir/typo.txt"
+expect_error 2 "a cell that is no time" "^probe_ratios: .*typo\.txt: shape 65536x256x512: column v1 reads '0\.1O00', not a time\$" \
+  v1 v2 "$dir/typo.txt"
+printf '%s\n(ms, medians)\n' "$hdr" > "$dir/empty.txt"
+expect_error 2 "a table without rows" "^probe_ratios: .*empty\.txt: a probe table without rows\$" v1 v2 "$dir/empty.txt"
+exit "$status"

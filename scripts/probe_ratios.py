@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""probe_ratios.py NUM DEN PROBE.txt [PROBE.txt ...] — one column of the pre-norm probe's table over another, shape by shape.
+
+The probe (fused/tools/run_probe.sh) ends with a table of times in ms: a row
+per shape (MxKxN), a column per variant, then auto (the launcher's pick),
+cublasLt and roofline.  fused/NOTES.md reads most of its decisions off such
+tables as ratios ("coop_n256_s4_dyn over the best static variant"); this
+prints them from the probe's own output, so a reading can be checked.
+
+  NUM   a column of the table: a variant's name, auto, cublasLt or roofline
+  DEN   a column, or best:A,B,...: per shape the fastest of those columns
+
+One row per shape with each run's NUM / DEN ('-' where either time is
+missing: a variant the probe did not run reads inf), then a line per run:
+over the shapes with both times, the median ratio, the range, and on how many
+shapes NUM is faster (ratio under 1).  --shapes REGEX keeps the shapes whose
+name (MxKxN) it matches.  A file's first table is read.
+
+Exit status: 0; 2 on usage errors: a file that holds no probe table, or a
+column it lacks (each named on stderr in one line).
+"""
+
+import argparse
+import re
+import statistics
+import sys
+
+HEADER = re.compile(r"^M x K x N\s")
+ROW = re.compile(r"^\d+x\d+x\d+\s")
+NON_TIMES = {"best", "b/gemm", "TFLOP/s", "%roof"}  # the table's columns after the times
+
+
+class Refused(Exception):
+    """A file or a column this tool cannot read; its message is the one line printed."""
+
+
+def read_table(path):
+    """[(shape, {column: ms or None})] of the first probe table in path."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise Refused("%s: %s" % (path, e.strerror)) from e
+    start = next((i for i, line in enumerate(lines) if HEADER.match(line)), None)
+    if start is None:
+        raise Refused("%s: no probe table (no line starting 'M x K x N')" % path)
+    names = [n for n in lines[start].split()[5:] if n not in NON_TIMES]
+    rows = []
+    for line in lines[start + 1:]:
+        if not ROW.match(line):
+            break
+        fields = line.split()
+        times = {}
+        for name, text in zip(names, fields[1:1 + len(names)]):
+            try:
+                t = float(text)
+            except ValueError as e:
+                raise Refused("%s: shape %s: column %s reads '%s', not a time" % (path, fields[0], name, text)) from e
+            times[name] = t if 0 < t < float("inf") else None
+        rows.append((fields[0], times))
+    if not rows:
+        raise Refused("%s: a probe table without rows" % path)
+    return names, rows
+
+
+def column_reader(spec, names, path):
+    """A function of a row's times giving the time SPEC names (None where missing)."""
+    wanted = spec[len("best:"):].split(",") if spec.startswith("best:") else [spec]
+    for w in wanted:
+        if w not in names:
+            raise Refused("%s: no column '%s' (columns: %s)" % (path, w, ", ".join(names)))
+    if len(wanted) == 1 and not spec.startswith("best:"):
+        return lambda times: times.get(spec)
+
+    def fastest(times):
+        got = [times.get(w) for w in wanted]
+        return None if None in got else min(got)
+    return fastest
+
+
+def shape_key(name):
+    return tuple(int(d) for d in name.split("x"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("num", metavar="NUM")
+    ap.add_argument("den", metavar="DEN")
+    ap.add_argument("probes", metavar="PROBE.txt", nargs="+")
+    ap.add_argument("--shapes", metavar="REGEX", help="the shapes (MxKxN) to keep")
+    args = ap.parse_args()
+    keep = re.compile(args.shapes) if args.shapes else None
+
+    runs = []  # {shape: ratio or None} per file
+    try:
+        for path in args.probes:
+            names, rows = read_table(path)
+            num, den = column_reader(args.num, names, path), column_reader(args.den, names, path)
+            ratios = {}
+            for shape, times in rows:
+                if keep and not keep.search(shape):
+                    continue
+                a, b = num(times), den(times)
+                ratios[shape] = a / b if a is not None and b is not None else None
+            runs.append(ratios)
+    except Refused as e:
+        print("probe_ratios: %s" % e, file=sys.stderr)
+        return 2
+
+    shapes = sorted({s for r in runs for s in r}, key=shape_key)
+    print("# %s / %s, per shape and run ('-': a time missing)" % (args.num, args.den))
+    print("%-18s" % "shape" + "".join("%8s" % ("run %d" % (i + 1)) for i in range(len(runs))))
+    for s in shapes:
+        cells = [r.get(s) for r in runs]
+        print("%-18s" % s + "".join("%8s" % ("-" if c is None else "%.3f" % c) for c in cells))
+    for i, (path, r) in enumerate(zip(args.probes, runs)):
+        got = [v for v in r.values() if v is not None]
+        if not got:
+            print("run %d (%s): no shape with both times" % (i + 1, path))
+            continue
+        print("run %d (%s): median %.3f over %d shapes, %.3f-%.3f, under 1 on %d" %
+              (i + 1, path, statistics.median(got), len(got), min(got), max(got), sum(v < 1 for v in got)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

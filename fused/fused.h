@@ -33,11 +33,11 @@ nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf_prenorm_ge
                                             nf_prenorm_variant variant);
 /* "coop_n128", ...; "auto" for NF_PRENORM_AUTO. */
 const char *nf_prenorm_variant_name(nf_prenorm_variant variant);
-/* The persistent grid variant would launch for an M x N output (*grid CTAs)
- * and how many of its CTAs fit on the device at once (*resident; for the
- * cluster variants as cudaOccupancyMaxActiveClusters answers, which may be
- * fewer than the SMs). */
-nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t N, nf_prenorm_variant variant,
+/* The persistent grid variant would launch for an M x K x N problem (*grid
+ * CTAs; K matters only to NF_PRENORM_AUTO's pick) and how many of its CTAs
+ * fit on the device at once (*resident; for the cluster variants as
+ * cudaOccupancyMaxActiveClusters answers, which may be fewer than the SMs). */
+nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t K, int64_t N, nf_prenorm_variant variant,
                                   unsigned *grid, int *resident);
 /* The variant NF_PRENORM_AUTO resolves to for a shape on the context's device. */
 nf_prenorm_variant nf_prenorm_pick_variant(const nf_context *ctx, int64_t M, int64_t K, int64_t N);

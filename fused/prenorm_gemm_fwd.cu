@@ -675,17 +675,17 @@ extern "C" nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf
     });
 }
 
-extern "C" nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t N,
+extern "C" nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t K, int64_t N,
                                              nf_prenorm_variant variant, unsigned *grid, int *resident)
 {
     static const char fn[] = "nf_prenorm_variant_grid";
     if (!grid || !resident)
         return nf_fail(NF_ERR_NULL_ARGUMENT, fn, "%s is NULL", !grid ? "grid" : "resident");
-    if (M < 1 || N < 1)
-        return nf_fail(NF_ERR_BAD_SIZE, fn, "M (%lld) and N (%lld) must be >= 1", (long long)M,
-                       (long long)N);
-    if (variant == NF_PRENORM_AUTO)
-        variant = nf_prenorm_pick_variant(ctx, M, 0, N);
+    if (M < 1 || K < 1 || N < 1)
+        return nf_fail(NF_ERR_BAD_SIZE, fn, "M (%lld), K (%lld) and N (%lld) must be >= 1", (long long)M,
+                       (long long)K, (long long)N);
+    if (variant == NF_PRENORM_AUTO) /* the launch's pick, which K decides as well */
+        variant = nf_prenorm_pick_variant(ctx, M, K, N);
     return with_variant(fn, variant, [&](auto tag) {
         return grid_of<typename decltype(tag)::type>(ctx, M, N, grid, resident);
     });

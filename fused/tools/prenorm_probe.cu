@@ -380,7 +380,7 @@ int main(int argc, char **argv)
         if (!variant_on(vi)) continue;
         unsigned g = 0;
         int resident = 0;
-        CKNF(nf_prenorm_variant_grid(ctx, 524288, 1024, (nf_prenorm_variant)vi, &g, &resident));
+        CKNF(nf_prenorm_variant_grid(ctx, 524288, 1024, 1024, (nf_prenorm_variant)vi, &g, &resident));
         printf("grid %s: %u CTAs for a 524288 x 1024 output, %d resident at once (%d SMs)\n",
                nf_prenorm_variant_name((nf_prenorm_variant)vi), g, resident, prop.multiProcessorCount);
     }

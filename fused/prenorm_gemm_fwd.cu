@@ -646,16 +646,20 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  *
  * A device of under 4 TB/s takes the H100's pick; any other (or one that
  * does not report its memory) the H200's. */
-extern "C" nf_prenorm_variant nf_prenorm_pick_variant(const nf_context *ctx, int64_t M, int64_t K, int64_t N)
+extern "C" nf_prenorm_variant nf_prenorm_pick_for_bandwidth(int mem_gbps, int64_t M, int64_t K, int64_t N)
 {
     if (N <= 128)
         return NF_PRENORM_COOP_N128;
-    const int gbps = nf_ctx_mem_gbps(ctx);
-    const bool h100_memory = gbps > 0 && gbps < 4000;
+    const bool h100_memory = mem_gbps > 0 && mem_gbps < 4000;
     if (h100_memory && M >= 131072 && N <= 512 && K * N <= 131072)
         return NF_PRENORM_COOP_N256_S4_DYN;
     const int64_t s4_widest = h100_memory ? 512 : 256; /* the widest N the 4th stage pays at, K >= 512 */
     return N <= s4_widest && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
+}
+
+extern "C" nf_prenorm_variant nf_prenorm_pick_variant(const nf_context *ctx, int64_t M, int64_t K, int64_t N)
+{
+    return nf_prenorm_pick_for_bandwidth(nf_ctx_mem_gbps(ctx), M, K, N);
 }
 
 extern "C" nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a,

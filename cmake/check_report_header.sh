@@ -2,7 +2,9 @@
 # check_report_header.sh GPU_ENV: the header that scripts/gpu_env.sh's report_header
 # writes on every GPU-host log names the GPU that nvidia-smi reports, and says
 # "none visible" where nvidia-smi answers nothing (a CPU host, or no driver), never
-# an empty field.  A stand-in nvidia-smi first on PATH plays both hosts.
+# an empty field.  A stand-in nvidia-smi first on PATH plays both hosts.  It is
+# sourced under set -euo pipefail, as the GPU-host scripts source it: a failing
+# nvidia-smi must not end them there.
 set -u
 env_sh="$1"
 dir="$(mktemp -d)"
@@ -11,7 +13,10 @@ status=0
 header() { # $1: what the stand-in prints; the gpu line of the header written under it
   printf '#!/bin/sh\n%s\n' "$1" > "$dir/nvidia-smi"
   chmod +x "$dir/nvidia-smi"
-  (PATH="$dir:$PATH" NF_COMMIT=test && . "$env_sh" && report_header "$dir/log" "a command") &&
+  # one statement a line, as in those scripts (set -e is ignored inside an && list)
+  PATH="$dir:$PATH" NF_COMMIT=test bash -c 'set -euo pipefail
+    . "$1"
+    report_header "$2" "a command"' sh "$env_sh" "$dir/log" &&
     sed -n 's/^# gpu: //p' "$dir/log"
 }
 expect() { # $1 what the stand-in prints, $2 the gpu field expected

@@ -20,8 +20,9 @@ if [ -d "$root/.gpu-deps/debs" ] && ! [ -f /usr/include/mpfr.h ]; then
   cmake_args+=("-DCMAKE_PREFIX_PATH=$root/.gpu-deps/prefix/usr")
   export LD_LIBRARY_PATH="$root/.gpu-deps/prefix/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 fi
-# (a pipeline's status is its last command's, so an absent nvidia-smi shows as no output)
-report_gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+# (|| true: the scripts that source this one set -e and pipefail, under which an absent or
+# failing nvidia-smi would end them here, before their own usage message)
+report_gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || true)"
 [ -n "$report_gpu" ] || report_gpu="none visible (nvidia-smi answered nothing)"
 # The tree's commit.  A tree copied to the GPU host may carry stale git
 # metadata (or none): NF_COMMIT then names it exactly, e.g. "26b3454" or

@@ -41,6 +41,9 @@ nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t K, int64_t
                                   unsigned *grid, int *resident);
 /* The variant NF_PRENORM_AUTO resolves to for a shape on the context's device. */
 nf_prenorm_variant nf_prenorm_pick_variant(const nf_context *ctx, int64_t M, int64_t K, int64_t N);
+/* Devices of under this peak DRAM bandwidth (GB/s) take the H100's pick, any
+ * other the H200's (the H100 SXM has 3352, the H200 4916). */
+#define NF_PRENORM_H100_MEMORY_GBPS 4000
 /* The same pick for a device of mem_gbps GB/s of peak DRAM bandwidth (0: not
  * reported), which is all it reads of the device: testable without one. */
 nf_prenorm_variant nf_prenorm_pick_for_bandwidth(int mem_gbps, int64_t M, int64_t K, int64_t N);

@@ -644,13 +644,13 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  * loses up to 9 %.  Its 32-bit counter holds the claims of every shape it is
  * picked for (at most 2^24 M-tiles x 2 N-tiles).
  *
- * A device of under 4 TB/s takes the H100's pick; any other (or one that
- * does not report its memory) the H200's. */
+ * A device of under NF_PRENORM_H100_MEMORY_GBPS (4 TB/s) takes the H100's
+ * pick; any other (or one that does not report its memory) the H200's. */
 extern "C" nf_prenorm_variant nf_prenorm_pick_for_bandwidth(int mem_gbps, int64_t M, int64_t K, int64_t N)
 {
     if (N <= 128)
         return NF_PRENORM_COOP_N128;
-    const bool h100_memory = mem_gbps > 0 && mem_gbps < 4000;
+    const bool h100_memory = mem_gbps > 0 && mem_gbps < NF_PRENORM_H100_MEMORY_GBPS;
     if (h100_memory && M >= 131072 && N <= 512 && K * N <= 131072)
         return NF_PRENORM_COOP_N256_S4_DYN;
     const int64_t s4_widest = h100_memory ? 512 : 256; /* the widest N the 4th stage pays at, K >= 512 */

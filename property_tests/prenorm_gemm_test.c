@@ -377,7 +377,7 @@ Test(prenorm_gemm, device_bandwidth)
     const int gbps = nf_ctx_mem_gbps(ctx);
     cr_expect(gbps >= 1500 && gbps <= 6000, "the device reports %d GB/s of DRAM bandwidth", gbps);
     const nf_prenorm_variant v = nf_prenorm_pick_variant(ctx, 524288, 256, 512);
-    cr_expect_eq(v, gbps < 4000 ? NF_PRENORM_COOP_N256_S4_DYN : NF_PRENORM_COOP_N256,
+    cr_expect_eq(v, gbps < NF_PRENORM_H100_MEMORY_GBPS ? NF_PRENORM_COOP_N256_S4_DYN : NF_PRENORM_COOP_N256,
                  "at %d GB/s, 524288x256x512 picks %s", gbps, nf_prenorm_variant_name(v));
     nf_context_destroy(ctx);
 }

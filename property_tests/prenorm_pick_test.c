@@ -58,8 +58,9 @@ Test(prenorm_pick, unknown_bandwidth_is_h200) { expect_grid(0, kH200); }
 /* Where the H100's rules end: 4 TB/s, 131072 rows, K x N = 2^17, N = 512. */
 Test(prenorm_pick, h100_rule_edges)
 {
-    cr_expect_eq(nf_prenorm_pick_for_bandwidth(3999, 131072, 256, 256), DYN);
-    cr_expect_eq(nf_prenorm_pick_for_bandwidth(4000, 131072, 256, 256), N256, "4 TB/s is the H200's side");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(NF_PRENORM_H100_MEMORY_GBPS - 1, 131072, 256, 256), DYN);
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(NF_PRENORM_H100_MEMORY_GBPS, 131072, 256, 256), N256,
+                 "the bound itself is the H200's side");
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H100_GBPS, 131071, 256, 256), N256, "under 131072 rows");
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H100_GBPS, 131072, 512, 256), DYN, "K x N = 2^17 exactly");
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H100_GBPS, 131072, 264, 512), N256,

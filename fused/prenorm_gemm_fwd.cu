@@ -66,7 +66,10 @@
  * Resources (nvcc 13.0 -Xptxas -v, sm_90a; every variant): 168 registers at
  * entry (the cap 65536 / 384 threads; setmaxnreg then gives the consumers
  * 232), 0 bytes stack, 0 spills; SASS has HGMMA.64x128x16.F32.BF16 /
- * HGMMA.64x256x16.F32.BF16, UTMALDG/UTMASTG and no LDL/STL.  Shared memory
+ * HGMMA.64x256x16.F32.BF16, UTMALDG/UTMASTG and no LDL/STL; the k-tile loop
+ * forms no descriptor: each HGMMA's is one UIADD3.64 from the tile's first
+ * (119 instructions a k-tile in coop_n256_s4, 178 before; 1.8 % faster on the
+ * H100, fused/NOTES.md v22).  Shared memory
  * per CTA: BN=128: 5 x 32 KB stages + 32 KB Y tile + barriers ~ 197 KB;
  * BN=256: 3 x 48 KB stages + 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4:
  * 4 x 48 KB stages + 2 x 2 x 8 KB Y slots + barriers ~ 226 KB.
@@ -234,16 +237,15 @@ __device__ __forceinline__ void produce_dynamic(shared_storage<C> &s, const CUte
 
 /* ---- consumer stages ------------------------------------------------------------- */
 
-/* ss += sum of x^2 over this thread's half of `row` of an A stage (128 bytes,
+/* ss += sum of x^2 over this thread's half of a row of an A stage (128 bytes,
  * 64 bf16; the half is 4 chunks, picked so 8 neighbouring threads hit 8
- * different chunks: no bank conflicts). */
-__device__ __forceinline__ float row_sumsq(const uint8_t *a_stage, int row, int half, float ss)
+ * different chunks: no bank conflicts).  row_bytes: the row in the stage;
+ * chunk_off: the chunks' offsets in it (row_chunks). */
+__device__ __forceinline__ float row_sumsq(const uint8_t *row_bytes, const int (&chunk_off)[4], float ss)
 {
-    const uint8_t *r = a_stage + row * kSwizzleBytes;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-        const int chunk = (half * 4 + j) ^ (row & 7);
-        const uint4 v = *reinterpret_cast<const uint4 *>(r + chunk * kChunkBytes);
+        const uint4 v = *reinterpret_cast<const uint4 *>(row_bytes + chunk_off[j]);
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
@@ -253,6 +255,15 @@ __device__ __forceinline__ float row_sumsq(const uint8_t *a_stage, int row, int 
         }
     }
     return ss;
+}
+
+/* The byte offsets of a row's half (4 chunks of 16 bytes) under the 128-byte
+ * swizzle: chunk (half*4 + j) ^ (row % 8). */
+__device__ __forceinline__ void row_chunks(int row, int half, int (&chunk_off)[4])
+{
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        chunk_off[j] = ((half * 4 + j) ^ (row & 7)) * kChunkBytes;
 }
 
 /* Release a stage: every consumer warp arrives once its lanes are done (in
@@ -273,34 +284,39 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
  * of squares of its row goes to sums_done(ss) as soon as the last stage's is
  * added, while that stage's wgmma still run: what it does with it (rstd,
  * publish_rstd) is then off the tensor cores' idle time between tiles
- * (0-3.6 % faster, fused/NOTES.md v9). */
+ * (0-3.6 % faster, fused/NOTES.md v9).  The operand descriptors are formed
+ * once per tile: a stage, and a k16 step within it, only move the operand's
+ * start address, a whole number of 16-byte units in the descriptor's low
+ * field (shared memory ends below 256 KB, so the 14-bit field never carries),
+ * so each wgmma's descriptors are one add from the stage-0 ones. */
 template <class C, class SumsDone>
 __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
                                          float (&acc)[C::ACC], int cw, int tid, int k_tiles,
                                          SumsDone &&sums_done)
 {
+    constexpr uint32_t kAStep = C::A_BYTES >> 4, kBStep = (C::B_BOXES * C::B_BOX_BYTES) >> 4;
+    constexpr uint32_t kAK16 = (kWgmmaK * kBf16) >> 4, kBK16 = (kWgmmaK * kSwizzleBytes) >> 4;
     const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
+    int chunk_off[4];
+    row_chunks(row, half, chunk_off);
+    const uint64_t da0 = wgmma_desc_sw128(smem_u32(s.a[0]) + cw * kWgmmaM * kSwizzleBytes, kChunkBytes,
+                                          kSwizzleAtomBytes);
+    const uint64_t db0 = wgmma_desc_sw128(smem_u32(s.b[0][0]), C::B_BOX_BYTES, kSwizzleAtomBytes);
     float ss = 0.0f;
     ring_pos<C::STAGES> prev = p;
     for (int kt = 0; kt < k_tiles; ++kt) {
         s.ring.consumer_wait(p);
-        const uint32_t a0 = smem_u32(s.a[p.stage]) + cw * kWgmmaM * kSwizzleBytes;
-        const uint32_t b0 = smem_u32(s.b[p.stage][0]);
+        const uint64_t da = da0 + p.stage * kAStep, db = db0 + p.stage * kBStep;
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < C::BK / kWgmmaK; ++kk) {
-            /* acc += A[:, 16kk..] @ Wg[16kk.., :] */
-            const uint64_t da = wgmma_desc_sw128(a0 + kk * kWgmmaK * kBf16, kChunkBytes, kSwizzleAtomBytes);
-            const uint64_t db = wgmma_desc_sw128(b0 + kk * kWgmmaK * kSwizzleBytes, C::B_BOX_BYTES,
-                                                 kSwizzleAtomBytes);
-            wgmma_bmn<C::BN>(acc, da, db, (kt | kk) != 0);
-        }
+        for (int kk = 0; kk < C::BK / kWgmmaK; ++kk) /* acc += A[:, 16kk..] @ Wg[16kk.., :] */
+            wgmma_bmn<C::BN>(acc, da + kk * kAK16, db + kk * kBK16, (kt | kk) != 0);
         wgmma_commit();
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
         if (kt > 0)
             release_stage<C>(s.ring, prev);
-        ss = row_sumsq(s.a[p.stage], row, half, ss); /* then this stage's sum of squares,
-                                                        overlapping the wgmma just issued */
+        ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss); /* then this stage's sum of
+                                                        squares, overlapping the wgmma just issued */
         prev = p;
         p.advance();
     }
@@ -399,7 +415,10 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
      * loads and stores, a top stall of the epilogue under ncu). */
     const uint32_t pad = (kSmemAlign - smem_u32(smem_raw) % kSmemAlign) % kSmemAlign;
     shared_storage<C> &s = *reinterpret_cast<shared_storage<C> *>(smem_raw + pad);
-    const int wg = threadIdx.x / kWarpgroupThreads, tid = threadIdx.x % kWarpgroupThreads;
+    /* the warpgroup index broadcast from lane 0, so the compiler knows it is
+     * warp-uniform (the wgmma descriptors built from it stay scalar) */
+    const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / kWarpgroupThreads), 0);
+    const int tid = threadIdx.x % kWarpgroupThreads;
     const int k_tiles = (int)((K + C::BK - 1) / C::BK);
 
     if (threadIdx.x == 0) {

@@ -69,7 +69,7 @@
  * HGMMA.64x256x16.F32.BF16, UTMALDG/UTMASTG and no LDL/STL; the k-tile loop
  * forms no descriptor: each HGMMA's is one UIADD3.64 from the tile's first
  * (119 instructions a k-tile in coop_n256_s4, 178 before; 1.8 % faster on the
- * H100, fused/NOTES.md v22).  Shared memory
+ * H100, not yet timed on an H200; fused/NOTES.md v22).  Shared memory
  * per CTA: BN=128: 5 x 32 KB stages + 32 KB Y tile + barriers ~ 197 KB;
  * BN=256: 3 x 48 KB stages + 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4:
  * 4 x 48 KB stages + 2 x 2 x 8 KB Y slots + barriers ~ 226 KB.

@@ -48,6 +48,31 @@ ncu_path() {
   done
 }
 
+# ncu_known_metrics NCU LIST: the metrics of the comma list LIST whose base
+# name (before the first '.') NCU's `--query-metrics` lists for this host's
+# GPU, in LIST's order, comma-separated on stdout; each one dropped is named on
+# stderr.  A metric ncu does not know makes it refuse the whole run, and the
+# names differ between chips and ncu versions (sm__pipe_tensor_op_gmma_* is not
+# gh100's under 2025.3), so the profiling scripts pass NF_PROFILE_METRICS
+# through this.  When the query fails, LIST unchanged (ncu then names what it
+# refuses).
+ncu_known_metrics() {
+  local ncu="$1" list="$2" known m keep=""
+  [ -n "$list" ] || return 0
+  if ! known="$("$ncu" --query-metrics 2>/dev/null)" || [ -z "$known" ]; then
+    echo "ncu_known_metrics: $ncu --query-metrics failed; the metrics passed on unchecked" >&2
+    echo "$list"; return 0
+  fi
+  for m in ${list//,/ }; do
+    if grep -qE "^[[:space:]]*${m%%.*}([[:space:]]|\$)" <<< "$known"; then
+      keep+="${keep:+,}$m"
+    else
+      echo "ncu_known_metrics: $m dropped: not a metric $ncu knows here" >&2
+    fi
+  done
+  echo "$keep"
+}
+
 # ab_checks LOG LABEL CLI [VAR=VALUE]: the `normfuse check` cases of
 # NF_AB_CHECKS (';'-separated argument lists) run by CLI, under VAR=VALUE when
 # given, each with its own seed (the same per case whatever the build or

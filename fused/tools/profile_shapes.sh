@@ -8,7 +8,8 @@
 # (min / avg / max: how evenly a persistent grid ends), clocks and caches as ncu sets them by
 # default for replays (clocks unlocked here, L2 flushed before each).  scripts/ncu_summary.py
 # prints one line per kernel run into summary.txt.  NF_PROFILE_METRICS (a comma list, as for
-# gpu_suite.sh's profile step) collects further metrics and adds a column each, e.g.
+# gpu_suite.sh's profile step; any this ncu does not know is dropped and named) collects further
+# metrics and adds a column each, e.g.
 # smsp__issue_active.avg.pct_of_peak_sustained_active and the issue-stall reasons
 # smsp__warp_issue_stalled_<reason>_per_warp_active.pct, ours beside cuBLASLt's.
 # Files go to $OUT when it is set (the device tool's output folder), else /tmp/profile_shapes.
@@ -16,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/gpu_env.sh
 . scripts/gpu_env.sh # report_header, ncu_path, PATH
-if [ $# -lt 1 ]; then sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
+if [ $# -lt 1 ]; then sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
 for s in "$@"; do
   [[ "$s" =~ ^[0-9]+x[0-9]+x[0-9]+(:[0-9]+(,[0-9]+)*)?$ ]] || { echo "profile_shapes: bad shape '$s'" >&2; exit 2; }
 done
@@ -26,10 +27,11 @@ ncu_bin="$(ncu_path)"
 [ -n "$ncu_bin" ] || { echo "profile_shapes: no ncu on this host" >&2; exit 1; }
 bin="$(mktemp -d)/prenorm_probe"
 fused/tools/build_probe.sh "$bin" "$out/ptxas.txt"
+extra="$(ncu_known_metrics "$ncu_bin" "${NF_PROFILE_METRICS:-}")" # those this ncu knows, the rest named
 metrics=gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max
-metrics+=${NF_PROFILE_METRICS:+,$NF_PROFILE_METRICS}
+metrics+=${extra:+,$extra}
 ncu_args=(--clock-control none --cache-control all -k "regex:gemm|nvjet|xmma|cutlass" --metrics "$metrics" --csv --page raw)
-report_header "$out/summary.txt" "fused/tools/profile_shapes.sh $*: per shape, NF_PROBE_VARIANTS=V ncu ${ncu_args[*]} prenorm_probe --shape S, then scripts/ncu_summary.py --gap <variants + 1> --extra '${NF_PROFILE_METRICS:-}'"
+report_header "$out/summary.txt" "fused/tools/profile_shapes.sh $*: per shape, NF_PROBE_VARIANTS=V ncu ${ncu_args[*]} prenorm_probe --shape S, then scripts/ncu_summary.py --gap <variants + 1> --extra '$extra'"
 for s in "$@"; do
   shape="${s%%:*}" variants=0
   [[ "$s" == *:* ]] && variants="${s#*:}"
@@ -39,7 +41,7 @@ for s in "$@"; do
     echo "profile_shapes: ncu failed on $shape (see $csv)"
   # in turn: each variant, auto, cuBLASLt; so a kernel's launches are that many apart
   n=$(tr ',' '\n' <<< "$variants" | grep -cv '^0$' || true)
-  { echo; echo "## $shape (variants ${variants})"; python3 scripts/ncu_summary.py "$csv" --gap $((n + 1)) --extra "${NF_PROFILE_METRICS:-}"; } >> "$out/summary.txt"
+  { echo; echo "## $shape (variants ${variants})"; python3 scripts/ncu_summary.py "$csv" --gap $((n + 1)) --extra "$extra"; } >> "$out/summary.txt"
 done
 rm -rf "$(dirname "$bin")"
 cat "$out/summary.txt"

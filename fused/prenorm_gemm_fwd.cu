@@ -294,6 +294,9 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
                                          float (&acc)[C::ACC], int cw, int tid, int k_tiles,
                                          SumsDone &&sums_done)
 {
+    static_assert(smem_bytes<C>() + 1024 <= (0x3FFFu + 1) * 16,
+                  "descriptor start addresses (14 bits of 16-byte units) must not carry: "
+                  "the whole shared window, the driver's 1 KB included, below 256 KB");
     constexpr uint32_t kAStep = C::A_BYTES >> 4, kBStep = (C::B_BOXES * C::B_BOX_BYTES) >> 4;
     constexpr uint32_t kAK16 = (kWgmmaK * kBf16) >> 4, kBK16 = (kWgmmaK * kSwizzleBytes) >> 4;
     const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
@@ -315,8 +318,8 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
         if (kt > 0)
             release_stage<C>(s.ring, prev);
-        ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss); /* then this stage's sum of
-                                                        squares, overlapping the wgmma just issued */
+        /* then this stage's sum of squares, overlapping the wgmma just issued */
+        ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss);
         prev = p;
         p.advance();
     }

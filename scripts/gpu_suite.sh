@@ -107,19 +107,24 @@ if has profile; then
   # NF_PROFILE_METRICS: further metrics (comma list), collected and summarised too
   # (those this ncu does not know are dropped, each named: ncu_known_metrics).
   bench_args="${NF_PROFILE_ARGS:---grid norm --op rmsnorm_bwd,layernorm_bwd --impl ref,vendor --reps 2}"
-  extra="$(ncu_known_metrics ncu "${NF_PROFILE_METRICS:-}")"
-  metrics=gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max
-  metrics+=,dram__bytes_read.sum,dram__bytes_write.sum${extra:+,$extra}
-  ncu_args=(--clock-control none --cache-control none --metrics "$metrics" --csv --page raw)
-  [ -n "${NF_PROFILE_KERNELS:-}" ] && ncu_args+=(-k "regex:$NF_PROFILE_KERNELS")
-  report_header "$out/profile.log" "ncu ${ncu_args[*]} --log-file profile.csv normfuse bench $bench_args"
-  # shellcheck disable=SC2086  # the bench's options are a list
-  ncu "${ncu_args[@]}" --log-file "$out/profile.csv" "$build/cli/normfuse" bench $bench_args \
-    >> "$out/profile.log" 2>&1 || echo "gpu_suite: profile failed (see profile.log)"
-  report_header "$out/profile.txt" "scripts/ncu_summary.py profile.csv --extra '$extra'"
-  python3 "$root/scripts/ncu_summary.py" "$out/profile.csv" --extra "$extra" >> "$out/profile.txt" ||
-    echo "gpu_suite: no profile to summarise"
-  head -30 "$out/profile.txt"
+  ncu_bin="$(ncu_path)" # the same command for the metric query and the run
+  if [ -z "$ncu_bin" ]; then
+    echo "gpu_suite: profile: no ncu on this host"
+  else
+    extra="$(ncu_known_metrics "$ncu_bin" "${NF_PROFILE_METRICS:-}")"
+    metrics=gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max
+    metrics+=,dram__bytes_read.sum,dram__bytes_write.sum${extra:+,$extra}
+    ncu_args=(--clock-control none --cache-control none --metrics "$metrics" --csv --page raw)
+    [ -n "${NF_PROFILE_KERNELS:-}" ] && ncu_args+=(-k "regex:$NF_PROFILE_KERNELS")
+    report_header "$out/profile.log" "ncu ${ncu_args[*]} --log-file profile.csv normfuse bench $bench_args"
+    # shellcheck disable=SC2086  # the bench's options are a list
+    "$ncu_bin" "${ncu_args[@]}" --log-file "$out/profile.csv" "$build/cli/normfuse" bench $bench_args \
+      >> "$out/profile.log" 2>&1 || echo "gpu_suite: profile failed (see profile.log)"
+    report_header "$out/profile.txt" "scripts/ncu_summary.py profile.csv --extra '$extra'"
+    python3 "$root/scripts/ncu_summary.py" "$out/profile.csv" --extra "$extra" >> "$out/profile.txt" ||
+      echo "gpu_suite: no profile to summarise"
+    head -30 "$out/profile.txt"
+  fi
 fi
 if has torch; then
   # joined with this run's bench when there is one (the fused kernel's times by shape)

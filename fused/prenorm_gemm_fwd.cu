@@ -118,18 +118,10 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false,
-          bool PAIR_N_ = false>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
-    /* PAIR_N: two CTAs of a cluster take horizontally adjacent tiles (the same
-     * rows, N-tiles 2u and 2u+1), each sums the squares of every other k-tile
-     * of their rows, and each adds the other's partial sums (DSMEM) before
-     * forming rstd: the sum of squares costs each half what it costs a CTA
-     * alone.  A is not shared: the two pipelines run apart between tiles. */
-    static constexpr int PAIR = PAIR_N_ ? 2 : 1;
-    static constexpr int CTAS = CLUSTER * PAIR; /* CTAs of a launched cluster */
     /* tiles claimed from a global counter (scheduler.cuh), not walked in a
      * fixed stride; the producer tells the consumers each tile through s.tile */
     static constexpr bool DYNAMIC = DYNAMIC_;
@@ -149,23 +141,7 @@ struct config {
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
     static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
-    static_assert(!DYNAMIC || CTAS == 1, "dynamic tiles are claimed per CTA");
-    static_assert(PAIR == 1 || CLUSTER == 1, "a cluster is along M or along N, not both");
-};
-
-/* PAIR_N: the partial sums of squares a CTA receives from its peer, in two
- * slots (tile j of the CTA's sequence uses slot j % 2), and a barrier per
- * consumer warpgroup and slot that completes when its 64 rows' partials have
- * landed.  Two slots suffice: the peer writes tile j+2's partials only after
- * it has received this CTA's partials of tile j+1, which this CTA sends after
- * reading tile j's. */
-template <int BM, bool ON>
-struct pair_exchange {
-};
-template <int BM>
-struct pair_exchange<BM, true> {
-    float ss[2][BM];
-    uint64_t full[kConsumers][2];
+    static_assert(!DYNAMIC || CLUSTER == 1, "dynamic tiles are claimed per CTA");
 };
 
 template <class C>
@@ -177,7 +153,6 @@ struct shared_storage {
     float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
     /* DYNAMIC: the tile whose first k-tile a stage holds (-1: no more tiles) */
     int64_t tile[C::DYNAMIC ? C::STAGES : 1];
-    pair_exchange<C::BM, (C::PAIR > 1)> pair;
 };
 
 template <class C>
@@ -210,14 +185,14 @@ template <class C>
 __device__ __forceinline__ void produce(shared_storage<C> &s, const CUtensorMap *tm_a,
                                         const CUtensorMap *tm_b, int64_t M, int64_t N, int k_tiles)
 {
-    tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER, C::PAIR);
+    tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
     ring_pos<C::STAGES> p;
     tile_coord t;
     while (sched.fetch(t)) {
         const int32_t m0 = (int32_t)(t.m_tile * C::BM), n0 = (int32_t)(t.n_tile * C::BN);
         for (int kt = 0; kt < k_tiles; ++kt) {
             s.ring.producer_acquire(p); /* released by every CTA of the cluster */
-            load_stage<C>(s, p, tm_a, tm_b, m0, n0, kt, sched.rank_m);
+            load_stage<C>(s, p, tm_a, tm_b, m0, n0, kt, sched.rank);
             p.advance();
         }
     }
@@ -317,7 +292,7 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
 template <class C, class SumsDone>
 __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
                                          float (&acc)[C::ACC], int cw, int tid, int k_tiles,
-                                         int pair_rank, SumsDone &&sums_done)
+                                         SumsDone &&sums_done)
 {
     static_assert(smem_bytes<C>() + 1024 <= (0x3FFFu + 1) * 16,
                   "descriptor start addresses (14 bits of 16-byte units) must not carry: "
@@ -343,10 +318,8 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
         if (kt > 0)
             release_stage<C>(s.ring, prev);
-        /* then this stage's sum of squares, overlapping the wgmma just issued
-         * (PAIR_N: every other stage's, the peer's the others) */
-        if (C::PAIR == 1 || kt % C::PAIR == pair_rank)
-            ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss);
+        /* then this stage's sum of squares, overlapping the wgmma just issued */
+        ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss);
         prev = p;
         p.advance();
     }
@@ -356,37 +329,14 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
     release_stage<C>(s.ring, prev);
 }
 
-/* PAIR_N: row i's sum of squares over this CTA's k-tiles (ss) plus the
- * peer's, for tile j of the CTA's sequence: each row's partial goes to the
- * peer's slot by st.async, counted on the peer's barrier, and the peer's
- * arrives likewise.  Both CTAs add the same two numbers, so their rstd agree
- * bit for bit. */
-template <class C>
-__device__ __forceinline__ float pair_add(shared_storage<C> &s, float ss, int cw, int tid, uint32_t j,
-                                          uint32_t peer)
-{
-    const int row = cw * kWgmmaM + tid / kRowThreads;
-    const uint32_t slot = j & 1u;
-    uint64_t *full = &s.pair.full[cw][slot];
-    if (tid % kRowThreads == 0)
-        st_async_f32(dsmem_map(&s.pair.ss[slot][row], peer), ss, dsmem_map(full, peer));
-    if (tid == 0)
-        mbar_arrive_expect_tx(full, kWgmmaM * sizeof(float));
-    mbar_wait(full, (j >> 1) & 1u);
-    return ss + s.pair.ss[slot][row];
-}
-
 /* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
- * epilogue after its first barrier) and, for N-tile 0, to rstd_out.  PAIR_N:
- * j is the tile's place in this CTA's sequence, peer the other CTA's rank. */
+ * epilogue after its first barrier) and, for N-tile 0, to rstd_out. */
 template <class C>
 __device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int cw, int tid, int64_t m0,
                                              int64_t M, int64_t K, float eps, bool write_rstd,
-                                             float *rstd_out, uint32_t j, uint32_t peer)
+                                             float *rstd_out)
 {
     ss += __shfl_xor_sync(0xffffffffu, ss, 1);           /* ss_i = both halves of row i */
-    if constexpr (C::PAIR > 1)
-        ss = pair_add<C>(s, ss, cw, tid, j, peer);
     const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
     const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
     if (tid % kRowThreads == 0) {
@@ -475,17 +425,13 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
     const int k_tiles = (int)((K + C::BK - 1) / C::BK);
 
     if (threadIdx.x == 0) {
-        if constexpr (C::PAIR > 1)
-            for (int cw = 0; cw < kConsumers; ++cw)
-                for (int slot = 0; slot < 2; ++slot)
-                    mbar_init(&s.pair.full[cw][slot], 1); /* fenced by the ring's init */
         s.ring.init(C::EMPTY_ARRIVALS);
         tma_prefetch_map(&tm_a);
         tma_prefetch_map(&tm_b);
         tma_prefetch_map(&tm_y);
     }
-    if (C::CTAS > 1)
-        cluster_sync(); /* barriers initialised in every CTA before any peer uses them */
+    if (C::CLUSTER > 1)
+        cluster_sync(); /* barriers initialised in every CTA before any multicast */
     else
         __syncthreads();
 
@@ -500,10 +446,9 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
     } else {
         setmaxnreg_inc<kConsumerRegs>();
         const int cw = wg - CONSUMER0;
-        tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER, C::PAIR);
+        tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
         ring_pos<C::STAGES> p;
         tile_coord t;
-        uint32_t j = 0; /* tiles done */
         float acc[C::ACC];
         /* the next tile; DYNAMIC: the producer's word on the tile the next stage starts */
         auto next_tile = [&](tile_coord &c) -> bool {
@@ -521,17 +466,15 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         while (next_tile(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
             auto publish = [&](float ss) {
-                publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out,
-                                j, (uint32_t)sched.rank_n ^ 1u);
+                publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
             };
-            mainloop<C>(s, p, acc, cw, tid, k_tiles, sched.rank_n, publish);
+            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
             epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
-            ++j;
         }
         if (tid == 0)
             tma_store_wait_all();
     }
-    if (C::CTAS > 1)
+    if (C::CLUSTER > 1)
         cluster_sync(); /* no CTA leaves while a peer may still arrive on its barriers */
 }
 
@@ -593,20 +536,20 @@ nf_status launch_config(nf_context *ctx, int64_t M, int64_t N, cudaLaunchConfig_
     NF_CUDA_TRY(cudaFuncSetAttribute(prenorm_gemm_fwd_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)smem));
     int slots = nf_ctx_sm_count(ctx); /* CTAs resident at once (one per SM) */
-    if (C::CTAS > 1) {
+    if (C::CLUSTER > 1) {
         /* Asked once per context: the answer is the device's, not the shape's. */
         int clusters = 0;
         NF_TRY(nf_ctx_occupancy(ctx, reinterpret_cast<const void *>(prenorm_gemm_fwd_kernel<C>), C::THREADS,
-                                smem, C::CTAS, &clusters));
+                                smem, C::CLUSTER, &clusters));
         if (clusters == 0)
             return nf_fail(NF_ERR_UNSUPPORTED_DEVICE, "nf_prenorm_gemm_fwd",
                            "the device runs no cluster of %d CTAs of the BN = %d, %d-stage kernel",
-                           C::CTAS, C::BN, C::STAGES);
-        slots = clusters * C::CTAS;
+                           C::CLUSTER, C::BN, C::STAGES);
+        slots = clusters * C::CLUSTER;
     }
     *resident = slots;
-    *cfg = nf_launch_config(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER, C::PAIR), C::THREADS, smem,
-                            (cudaStream_t)nf_ctx_stream(ctx), C::CTAS, attr);
+    *cfg = nf_launch_config(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER), C::THREADS, smem,
+                            (cudaStream_t)nf_ctx_stream(ctx), C::CLUSTER, attr);
     return NF_OK;
 }
 
@@ -657,13 +600,10 @@ using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
 using coop_n256_dyn = config<256, 3, 1, 4, true>;
 using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
-using pair_n256 = config<256, 3, 1, 4, false, true>;
-using pair_n256_s4 = config<256, 4, 1, 2, false, true>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
-static_assert(smem_bytes<pair_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, pair shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -680,8 +620,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
     case NF_PRENORM_COOP_N256_DYN: return f(config_tag<coop_n256_dyn>{});
     case NF_PRENORM_COOP_N256_S4_DYN: return f(config_tag<coop_n256_s4_dyn>{});
-    case NF_PRENORM_PAIR_N256: return f(config_tag<pair_n256>{});
-    case NF_PRENORM_PAIR_N256_S4: return f(config_tag<pair_n256_s4>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -700,8 +638,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
     case NF_PRENORM_COOP_N256_DYN: return "coop_n256_dyn";
     case NF_PRENORM_COOP_N256_S4_DYN: return "coop_n256_s4_dyn";
-    case NF_PRENORM_PAIR_N256: return "pair_n256";
-    case NF_PRENORM_PAIR_N256_S4: return "pair_n256_s4";
     default: return "?";
     }
 }

@@ -102,16 +102,6 @@ __device__ __forceinline__ float4 dsmem_load_f32x4(uint32_t remote)
     return v;
 }
 
-/* Store v at shared::cluster address `remote` (a peer CTA's) and count its
- * 4 bytes on the mbarrier at `remote_bar` (in that CTA; complete_tx): the
- * peer waits on its barrier for the data, no cluster barrier involved. */
-__device__ __forceinline__ void st_async_f32(uint32_t remote, float v, uint32_t remote_bar)
-{
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(remote),
-                 "r"(__float_as_uint(v)), "r"(remote_bar)
-                 : "memory");
-}
-
 /* Arrive on the mbarrier at shared::cluster address `remote` (any CTA of the
  * cluster, this one included), releasing this thread's prior accesses at CTA
  * scope.  Enough for handing a ring stage back: what a peer writes into this

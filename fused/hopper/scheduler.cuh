@@ -11,8 +11,7 @@
  *   n_tile =                 (t % (group_m*tiles_n)) / rows_in_group
  * Every role of a CTA walks the same sequence, so producer and consumers
  * agree on the tile without talking.  Indices are 64-bit: M reaches 2^31.
- * With clusters, the unit above is a cluster's block of cluster_m tile-rows
- * by cluster_n tile-columns.
+ * With clusters along M, the unit above is a cluster's cluster_m tile-rows.
  */
 #ifndef NF_HOPPER_SCHEDULER_CUH
 #define NF_HOPPER_SCHEDULER_CUH
@@ -26,32 +25,26 @@ struct tile_coord {
 };
 
 struct tile_scheduler {
-    int64_t tiles_m, tiles_n, total; /* in units of cluster_m tile-rows by cluster_n tile-columns */
+    int64_t tiles_m, tiles_n, total; /* tiles_m counts units of cluster_m tile-rows */
     int64_t next;
     int64_t stride;
-    int32_t group_m, cluster_m, cluster_n, rank_m, rank_n;
+    int32_t group_m, cluster_m, rank;
 
-    /* A cluster of cluster_m x cluster_n CTAs (blockIdx.x = size*c + r, r =
-     * rank_m + cluster_m*rank_n) takes the units u = c, c + stride, ...; CTA
-     * r takes tile-row cluster_m*u_m + rank_m and tile-column cluster_n*u_n
-     * + rank_n of each.  Along M the cluster shares each Wg tile (multicast);
-     * along N, the A rows of its tiles.  A CTA's tile may lie past the last
-     * row or column (M or N tail): its loads read zeros, its stores clip. */
+    /* cluster_m > 1: CTAs blockIdx.x = cluster_m*c + r (one cluster of
+     * cluster_m CTAs along M) take the tile-rows cluster_m*u + r of the same
+     * units u, so the cluster shares each Wg tile.  A CTA's tile-row may lie
+     * past the last one (M tail): its loads read zeros, its stores clip. */
     __device__ __forceinline__ tile_scheduler(int64_t M, int64_t N, int BM, int BN, int group,
-                                              int cluster = 1, int cluster_along_n = 1)
+                                              int cluster = 1)
     {
         cluster_m = cluster;
-        cluster_n = cluster_along_n;
-        const int size = cluster_m * cluster_n;
-        const int rank = (int)(blockIdx.x % size);
-        rank_m = rank % cluster_m;
-        rank_n = rank / cluster_m;
-        const int64_t rows = (M + BM - 1) / BM, cols = (N + BN - 1) / BN;
-        tiles_m = (rows + cluster_m - 1) / cluster_m;
-        tiles_n = (cols + cluster_n - 1) / cluster_n;
+        rank = (int32_t)(blockIdx.x % cluster);
+        const int64_t rows = (M + BM - 1) / BM;
+        tiles_m = (rows + cluster - 1) / cluster;
+        tiles_n = (N + BN - 1) / BN;
         total = tiles_m * tiles_n;
-        next = blockIdx.x / size;
-        stride = gridDim.x / size;
+        next = blockIdx.x / cluster;
+        stride = gridDim.x / cluster;
         group_m = group;
     }
     /* Whether a later fetch() will return a tile. */
@@ -74,8 +67,8 @@ struct tile_scheduler {
         const int64_t first_m = group * group_m;
         const int64_t rows = tiles_m - first_m < group_m ? tiles_m - first_m : group_m;
         const int64_t in_group = t - group * per_group;
-        c.m_tile = (first_m + in_group % rows) * cluster_m + rank_m;
-        c.n_tile = in_group / rows * cluster_n + rank_n;
+        c.m_tile = (first_m + in_group % rows) * cluster_m + rank;
+        c.n_tile = in_group / rows;
     }
 };
 
@@ -110,21 +103,19 @@ __device__ __forceinline__ void counter_done(unsigned *counter)
     }
 }
 
-/* Units of work of an M x N output in BM x BN tiles: tiles, or with clusters,
- * blocks of cluster_m x cluster_n tiles (tile_scheduler's total). */
-static inline int64_t tile_units(int64_t M, int64_t N, int BM, int BN, int cluster_m = 1, int cluster_n = 1)
+/* Units of work of an M x N output in BM x BN tiles: tiles, or with clusters
+ * along M, columns of cluster tiles (tile_scheduler's total). */
+static inline int64_t tile_units(int64_t M, int64_t N, int BM, int BN, int cluster = 1)
 {
-    return (((M + BM - 1) / BM + cluster_m - 1) / cluster_m) * (((N + BN - 1) / BN + cluster_n - 1) / cluster_n);
+    return (((M + BM - 1) / BM + cluster - 1) / cluster) * ((N + BN - 1) / BN);
 }
 
 /* Grid size of the persistent launch: one CTA per SM at most, whole clusters. */
-static inline unsigned persistent_grid(int64_t M, int64_t N, int BM, int BN, int sm_count, int cluster_m = 1,
-                                       int cluster_n = 1)
+static inline unsigned persistent_grid(int64_t M, int64_t N, int BM, int BN, int sm_count, int cluster = 1)
 {
-    const int size = cluster_m * cluster_n;
-    const int64_t units = tile_units(M, N, BM, BN, cluster_m, cluster_n);
-    const int64_t most = sm_count / size;
-    return (unsigned)((units < most ? units : most) * size);
+    const int64_t units = tile_units(M, N, BM, BN, cluster);
+    const int64_t most = sm_count / cluster;
+    return (unsigned)((units < most ? units : most) * cluster);
 }
 
 } // namespace nf_hopper

@@ -12,15 +12,20 @@
 # metrics and adds a column each, e.g.
 # smsp__issue_active.avg.pct_of_peak_sustained_active and the issue-stall reasons
 # smsp__warp_issue_stalled_<reason>_per_warp_active.pct, ours beside cuBLASLt's.
+# NF_PROFILE_CLOCK=base has ncu lock the clocks at base (--clock-control base) instead of
+# leaving them to the GPU (none, the default): with gpc__cycles_elapsed.max among the metrics,
+# cycles then compare without the clock each kernel's power draw allows.
 # Files go to $OUT when it is set (the device tool's output folder), else /tmp/profile_shapes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/gpu_env.sh
 . scripts/gpu_env.sh # report_header, ncu_path, PATH
-if [ $# -lt 1 ]; then sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
+if [ $# -lt 1 ]; then sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
 for s in "$@"; do
   [[ "$s" =~ ^[0-9]+x[0-9]+x[0-9]+(:[0-9]+(,[0-9]+)*)?$ ]] || { echo "profile_shapes: bad shape '$s'" >&2; exit 2; }
 done
+clock="${NF_PROFILE_CLOCK:-none}"
+[[ "$clock" == none || "$clock" == base ]] || { echo "profile_shapes: NF_PROFILE_CLOCK is '$clock', must be none or base" >&2; exit 2; }
 out="${OUT:-/tmp/profile_shapes}"
 mkdir -p "$out"
 ncu_bin="$(ncu_path)"
@@ -30,7 +35,7 @@ fused/tools/build_probe.sh "$bin" "$out/ptxas.txt"
 extra="$(ncu_known_metrics "$ncu_bin" "${NF_PROFILE_METRICS:-}")" # those this ncu knows, the rest named
 metrics=gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max
 metrics+=${extra:+,$extra}
-ncu_args=(--clock-control none --cache-control all -k "regex:gemm|nvjet|xmma|cutlass" --metrics "$metrics" --csv --page raw)
+ncu_args=(--clock-control "$clock" --cache-control all -k "regex:gemm|nvjet|xmma|cutlass" --metrics "$metrics" --csv --page raw)
 report_header "$out/summary.txt" "fused/tools/profile_shapes.sh $*: per shape, NF_PROBE_VARIANTS=V ncu ${ncu_args[*]} prenorm_probe --shape S, then scripts/ncu_summary.py --gap <variants + 1> --extra '$extra'"
 for s in "$@"; do
   shape="${s%%:*}" variants=0

@@ -91,6 +91,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "fused.h"
 #include "hopper/cluster.cuh"
 #include "hopper/pipeline.cuh"
@@ -118,17 +120,23 @@ constexpr int kChunkBytes = 16;       /* one swizzle chunk = 8 bf16 */
 constexpr int kSmemAlign = kSwizzleAtomBytes;
 constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
 
+struct squares_fma; /* the sum of squares on the CUDA cores, or */
+struct squares_mma; /* on the tensor cores (consumer stages, below) */
+
 /* Consumer cw owns rows 64cw..64cw+63 of every 128-row tile.  CLUSTER = 2:
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false,
+          bool SS_MMA_ = false>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
     /* tiles claimed from a global counter (scheduler.cuh), not walked in a
      * fixed stride; the producer tells the consumers each tile through s.tile */
     static constexpr bool DYNAMIC = DYNAMIC_;
+    /* the rows' sums of squares by mma.sync on the tensor cores, not FFMA */
+    using squares = std::conditional_t<SS_MMA_, squares_mma, squares_fma>;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
@@ -241,34 +249,126 @@ __device__ __forceinline__ void produce_dynamic(shared_storage<C> &s, const CUte
 
 /* ---- consumer stages ------------------------------------------------------------- */
 
-/* ss += sum of x^2 over this thread's half of a row of an A stage (128 bytes,
- * 64 bf16; the half is 4 chunks, picked so 8 neighbouring threads hit 8
- * different chunks: no bank conflicts).  row_bytes: the row in the stage;
- * chunk_off: the chunks' offsets in it (row_chunks). */
-__device__ __forceinline__ float row_sumsq(const uint8_t *row_bytes, const int (&chunk_off)[4], float ss)
+/* The sums of squares of a warpgroup's 64 rows, kept in fp32 as the stages go
+ * by: add(stage) adds a k-tile's, and publish() turns each row's into rstd.
+ * Two ways, picked by the config's SS_MMA. */
+
+/* rstd = 1/sqrt(ms + eps), ms = ss/K (correctly rounded division and sqrt) */
+__device__ __forceinline__ float row_rstd(float ss, int64_t K, float eps) { return 1.0f / sqrtf(ss / (float)K + eps); }
+
+/* rstd (row_rstd of ss) of row `local` of consumer cw's 64 into s.rstd (read
+ * by the epilogue after its first barrier) and, when write_rstd, to
+ * rstd_out. */
+template <class C>
+__device__ __forceinline__ void store_rstd(shared_storage<C> &s, float ss, float rstd, int cw, int local,
+                                           int64_t m0, int64_t M, bool write_rstd, float *rstd_out)
 {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const uint4 v = *reinterpret_cast<const uint4 *>(row_bytes + chunk_off[j]);
-        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const float lo = __uint_as_float(w[q] << 16), hi = __uint_as_float(w[q] & 0xFFFF0000u);
-            ss = fmaf(lo, lo, ss); /* ss += x^2 (exact square, fp32 sum) */
-            ss = fmaf(hi, hi, ss);
-        }
-    }
-    return ss;
+    /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
+     * is outside the lazy form's range: its Y is NaN, never acc * 0
+     * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
+    s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
+    const int row = cw * kWgmmaM + local; /* of the tile */
+    if (write_rstd && m0 + row < M)
+        rstd_out[m0 + row] = rstd;
 }
 
-/* The byte offsets of a row's half (4 chunks of 16 bytes) under the 128-byte
- * swizzle: chunk (half*4 + j) ^ (row % 8). */
-__device__ __forceinline__ void row_chunks(int row, int half, int (&chunk_off)[4])
-{
+/* On the CUDA cores: two threads a row, each summing x^2 of its half of the
+ * row's 128 bytes of a stage (4 chunks of 16 bytes, picked so 8 neighbouring
+ * threads hit 8 different chunks: no bank conflicts) with one FFMA per
+ * element; the halves are added in publish.  128-byte swizzle permutes the
+ * chunks inside a row only, so the chunks' offsets are the row's own: chunk
+ * (half*4 + j) ^ (row % 8). */
+struct squares_fma {
+    int row_off, chunk_off[4];
+    float ss = 0.0f;
+    __device__ __forceinline__ squares_fma(int cw, int tid)
+    {
+        const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
+        row_off = row * kSwizzleBytes;
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-        chunk_off[j] = ((half * 4 + j) ^ (row & 7)) * kChunkBytes;
-}
+        for (int j = 0; j < 4; ++j)
+            chunk_off[j] = ((half * 4 + j) ^ (row & 7)) * kChunkBytes;
+    }
+    __device__ __forceinline__ void add(const uint8_t *stage)
+    {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const uint4 v = *reinterpret_cast<const uint4 *>(stage + row_off + chunk_off[j]);
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const float lo = __uint_as_float(w[q] << 16), hi = __uint_as_float(w[q] & 0xFFFF0000u);
+                ss = fmaf(lo, lo, ss); /* ss += x^2 (exact square, fp32 sum) */
+                ss = fmaf(hi, hi, ss);
+            }
+        }
+    }
+    template <class C>
+    __device__ __forceinline__ void publish(shared_storage<C> &s, int cw, int tid, int64_t m0, int64_t M,
+                                           int64_t K, float eps, bool write_rstd, float *rstd_out)
+    {
+        const float sum = ss + __shfl_xor_sync(0xffffffffu, ss, 1); /* both halves of the row */
+        const float rstd = row_rstd(sum, K, eps);
+        if (tid % kRowThreads == 0)
+            store_rstd<C>(s, sum, rstd, cw, tid / kRowThreads, m0, M, write_rstd, rstd_out);
+    }
+};
+
+/* On the tensor cores: warp w sums its 16 rows (16w.., as in wgmma's
+ * fragment) as the diagonal of A_w A_w^T.  Per k16 slice one ldmatrix.x4
+ * loads the 16x16 block as four 8x8 matrices, r0 / r1 rows 0-7 / 8-15 of k
+ * 0-7 and r2 / r3 of k 8-15; each k8 half (r0, r1) is then the A of a
+ * mma.sync m16n8k8 and its rows 0-7 (r0) or 8-15 (r1) the B (an 8x8 B's
+ * fragment is its transpose's A fragment), so d0[i][j] = sum_k x_ik x_jk over
+ * rows j < 8 and d1 over rows j >= 8; half of each product is off the
+ * diagonal and unused.  Per k-tile a warp issues 4 ldmatrix and 16 mma.sync
+ * where squares_fma issues 4 LDS.128 and 64 ALU/FFMA (m16n8k16 would issue 8
+ * but needs B's two registers adjacent, which A's order does not give, and
+ * the compiler pays 16 moves for them).  The products are exact (bf16 x bf16
+ * in fp32) and the tensor cores add them in fp32, perhaps truncating
+ * (NF_ACC_U's 2 u_f per addition, oracles/budget_common.h).  Row g < 8 of the
+ * warp's 16 is d0[g % 2] of lane 4g + g/2, row g + 8 is d1[2 + g % 2] of the
+ * same lane. */
+struct squares_mma {
+    uint32_t ld_off[4]; /* lane's ldmatrix row address in a stage, per k16 slice */
+    float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    __device__ __forceinline__ squares_mma(int cw, int tid)
+    {
+        /* lane l gives row l % 8 of matrix l / 8: rows (l / 8) % 2 * 8 + l % 8,
+         * 16-byte chunk 2 kk + l / 16 of k16 slice kk (rows 16w.. are 8-aligned,
+         * so the row's swizzle is l % 8) */
+        const int w = tid / 32, l = tid % 32;
+        const int row = cw * kWgmmaM + w * 16 + ((l / 8) & 1) * 8 + l % 8;
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+            ld_off[kk] = row * kSwizzleBytes + (((2 * kk + l / 16) ^ (l % 8)) * kChunkBytes);
+    }
+    __device__ __forceinline__ void add(const uint8_t *stage)
+    {
+        const uint32_t base = smem_u32(stage);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            uint32_t a[4];
+            ldmatrix_x4(base + ld_off[kk], a);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) { /* k 8h..8h+7 of the slice */
+                mma_m16n8k8_bf16(d0, a[2 * h], a[2 * h + 1], a[2 * h]);
+                mma_m16n8k8_bf16(d1, a[2 * h], a[2 * h + 1], a[2 * h + 1]);
+            }
+        }
+    }
+    template <class C>
+    __device__ __forceinline__ void publish(shared_storage<C> &s, int cw, int tid, int64_t m0, int64_t M,
+                                           int64_t K, float eps, bool write_rstd, float *rstd_out)
+    {
+        const int w = tid / 32, l = tid % 32, g = l / 4;
+        if (l % 4 == g / 2) { /* this lane holds the diagonal of rows g and g + 8 */
+            const float ss0 = (g & 1) ? d0[1] : d0[0], ss1 = (g & 1) ? d1[3] : d1[2];
+            store_rstd<C>(s, ss0, row_rstd(ss0, K, eps), cw, w * 16 + g, m0, M, write_rstd, rstd_out);
+            store_rstd<C>(s, ss1, row_rstd(ss1, K, eps), cw, w * 16 + g + 8, m0, M, write_rstd, rstd_out);
+        }
+    }
+};
 
 /* Release a stage: every consumer warp arrives once its lanes are done (in
  * every CTA of the cluster when the stage was multicast). */
@@ -284,8 +384,8 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
     }
 }
 
-/* acc = A[rows of this warpgroup] @ Wg[:, n-tile].  This thread's partial sum
- * of squares of its row goes to sums_done(ss) as soon as the last stage's is
+/* acc = A[rows of this warpgroup] @ Wg[:, n-tile].  The rows' sums of
+ * squares (C::squares) go to sums_done(sq) as soon as the last stage's are
  * added, while that stage's wgmma still run: what it does with it (rstd,
  * publish_rstd) is then off the tensor cores' idle time between tiles
  * (0-3.6 % faster, fused/NOTES.md v9).  The operand descriptors are formed
@@ -303,13 +403,10 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
                   "the whole shared window, the driver's 1 KB included, below 256 KB");
     constexpr uint32_t kAStep = C::A_BYTES >> 4, kBStep = (C::B_BOXES * C::B_BOX_BYTES) >> 4;
     constexpr uint32_t kAK16 = (kWgmmaK * kBf16) >> 4, kBK16 = (kWgmmaK * kSwizzleBytes) >> 4;
-    const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
-    int chunk_off[4];
-    row_chunks(row, half, chunk_off);
+    typename C::squares sq(cw, tid);
     const uint64_t da0 = wgmma_desc_sw128(smem_u32(s.a[0]) + cw * kWgmmaM * kSwizzleBytes, kChunkBytes,
                                           kSwizzleAtomBytes);
     const uint64_t db0 = wgmma_desc_sw128(smem_u32(s.b[0][0]), C::B_BOX_BYTES, kSwizzleAtomBytes);
-    float ss = 0.0f;
     ring_pos<C::STAGES> prev = p;
     for (int kt = 0; kt < k_tiles; ++kt) {
         s.ring.consumer_wait(p);
@@ -323,34 +420,14 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
         if (kt > 0)
             release_stage<C>(s.ring, prev);
         /* then this stage's sum of squares, overlapping the wgmma just issued */
-        ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss);
+        sq.add(s.a[p.stage]);
         prev = p;
         p.advance();
     }
-    sums_done(ss);
+    sums_done(sq);
     wgmma_wait<0>();
     wgmma_fence_regs(acc);
     release_stage<C>(s.ring, prev);
-}
-
-/* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
- * epilogue after its first barrier) and, for N-tile 0, to rstd_out. */
-template <class C>
-__device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int cw, int tid, int64_t m0,
-                                             int64_t M, int64_t K, float eps, bool write_rstd,
-                                             float *rstd_out)
-{
-    ss += __shfl_xor_sync(0xffffffffu, ss, 1);           /* ss_i = both halves of row i */
-    const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
-    const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
-    if (tid % kRowThreads == 0) {
-        /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
-         * is outside the lazy form's range: its Y is NaN, never acc * 0
-         * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
-        s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
-        if (write_rstd && m0 + row < M)
-            rstd_out[m0 + row] = rstd;
-    }
 }
 
 /* Y = bf16(acc * rstd) -> smem -> TMA store, one 64x64 box (one bulk group)
@@ -469,8 +546,9 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         };
         while (next_tile(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
-            auto publish = [&](float ss) {
-                publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
+            auto publish = [&](typename C::squares &sq) {
+                sq.template publish<C>(s, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr,
+                                       rstd_out);
             };
             mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
             epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
@@ -604,6 +682,8 @@ using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
 using coop_n256_dyn = config<256, 3, 1, 4, true>;
 using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
+using coop_n256_mma = config<256, 3, 1, 4, false, true>;
+using coop_n256_s4_mma = config<256, 4, 1, 2, false, true>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
@@ -624,6 +704,8 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
     case NF_PRENORM_COOP_N256_DYN: return f(config_tag<coop_n256_dyn>{});
     case NF_PRENORM_COOP_N256_S4_DYN: return f(config_tag<coop_n256_s4_dyn>{});
+    case NF_PRENORM_COOP_N256_MMA: return f(config_tag<coop_n256_mma>{});
+    case NF_PRENORM_COOP_N256_S4_MMA: return f(config_tag<coop_n256_s4_mma>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -642,6 +724,8 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
     case NF_PRENORM_COOP_N256_DYN: return "coop_n256_dyn";
     case NF_PRENORM_COOP_N256_S4_DYN: return "coop_n256_s4_dyn";
+    case NF_PRENORM_COOP_N256_MMA: return "coop_n256_mma";
+    case NF_PRENORM_COOP_N256_S4_MMA: return "coop_n256_s4_mma";
     default: return "?";
     }
 }

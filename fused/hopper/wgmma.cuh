@@ -2,7 +2,8 @@
  * wgmma.cuh — warpgroup matrix multiply-accumulate (sm_90a): shared-memory
  * matrix descriptors, wgmma.mma_async m64nNk16 bf16 x bf16 -> fp32 with the
  * accumulators in registers, the fence/commit/wait protocol, setmaxnreg,
- * stmatrix.
+ * stmatrix, and the warp-level ldmatrix / mma.sync m16n8k8 the sum of
+ * squares may run on.
  *
  * Descriptor (64 bits): start address >> 4 in bits 0-13, leading-dimension
  * byte offset (LBO) >> 4 in 16-29, stride-dimension byte offset (SBO) >> 4 in
@@ -154,6 +155,31 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
     asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r0),
                  "r"(r1), "r"(r2), "r"(r3)
                  : "memory");
+}
+
+/* ldmatrix .x4: four 8x8 b16 matrices from shared memory; lane l gives the
+ * address of row l % 8 of matrix l / 8 and receives (row l/4, columns
+ * 2(l%4), 2(l%4) + 1) of matrix i in r[i]: the fragment stmatrix_x4 stores
+ * and mma.sync takes. */
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4])
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
+/* d += a b, mma.sync m16n8k8 bf16 x bf16 -> fp32 (a warp's tensor-core MMA,
+ * synchronous): a0 / a1 rows 0-7 / 8-15 of a 16x8 a (lane l: row l/4,
+ * columns 2(l%4), 2(l%4) + 1, an ldmatrix fragment), b the 8x8 b (lane l:
+ * column l/4, rows 2(l%4), 2(l%4) + 1); lane l's d[2h + e] is row l/4 + 8h,
+ * column 2(l%4) + e. */
+__device__ __forceinline__ void mma_m16n8k8_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(b));
 }
 
 } // namespace nf_hopper

@@ -83,7 +83,10 @@
  * only, before v22: fused/NOTES.md, "What cuBLASLt runs"); at N = 256 the
  * kernel's cycles are within 0.3-0.6 % of cuBLASLt's and the rest is the
  * lower clock it runs at (H100, fused/NOTES.md "Where the N = 256 gap
- * goes").  fused/NOTES.md v1-v23 have the history, every other epilogue and
+ * goes").  The squares stay on the CUDA cores: by mma.sync on the tensor
+ * cores, in these warps or in idle producer warps, the kernel ran 2-109 %
+ * slower, the mma.sync stalled behind the running wgmma (fused/NOTES.md v24,
+ * v25).  fused/NOTES.md v1-v25 have the history, every other epilogue and
  * tile layout tried included.
  */
 #include <cuda.h>
@@ -122,26 +125,18 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
  * each loads half of the Wg boxes of a stage and multicasts them to both, so
  * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false,
-          bool NORM_WARPS_ = false>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false>
 struct config {
     static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
     /* tiles claimed from a global counter (scheduler.cuh), not walked in a
      * fixed stride; the producer tells the consumers each tile through s.tile */
     static constexpr bool DYNAMIC = DYNAMIC_;
-    /* Who sums the squares of A's rows: the consumer warpgroups by FFMA
-     * under their wgmma (false), or warps 2 and 3 of the producer warpgroup,
-     * idle otherwise, by mma.sync on the tensor cores (true; norm_rows), which
-     * hand each tile's rstd to the epilogue through a double buffer */
-    static constexpr bool NORM_WARPS = NORM_WARPS_;
-    static constexpr int NORM_WARP_COUNT = NORM_WARPS ? 2 : 0;
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
-    /* arrivals on an empty barrier: every consumer warp of every CTA of the
-     * cluster, and this CTA's norm warps */
-    static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER + NORM_WARP_COUNT;
+    /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
+    static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = ROLE_COUNT * kWarpgroupThreads;
     static constexpr int ACC = BN / 2;                       /* fp32 accumulators / thread */
     static constexpr int A_BYTES = BM * BK * kBf16;          /* 16 KB */
@@ -154,13 +149,7 @@ struct config {
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
     static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
     static_assert(!DYNAMIC || CLUSTER == 1, "dynamic tiles are claimed per CTA");
-    static_assert(!NORM_WARPS || (CLUSTER == 1 && !DYNAMIC), "norm warps walk the static tiles of one CTA");
 };
-
-/* setmaxnreg per thread of the producer / consumer warpgroups, within the
- * SM's 65536 (128 P + 256 C); norm warps need more on the producer side */
-template <class C> constexpr int producer_regs() { return C::NORM_WARPS ? 64 : kProducerRegs; }
-template <class C> constexpr int consumer_regs() { return C::NORM_WARPS ? 216 : kConsumerRegs; }
 
 template <class C>
 struct shared_storage {
@@ -168,13 +157,9 @@ struct shared_storage {
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
     alignas(kSmemAlign) uint8_t y[kConsumers][C::Y_SLOTS][C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
-    /* a tile's rstd (consumer cw reads rstd[.][64cw .. 64cw+63]); with norm
-     * warps double-buffered by tile parity, rstd_full[b] / rstd_empty[b]
-     * handing buffer b from the norm warps to the consumers and back */
-    float rstd[C::NORM_WARPS ? 2 : 1][C::BM];
+    float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
     /* DYNAMIC: the tile whose first k-tile a stage holds (-1: no more tiles) */
     int64_t tile[C::DYNAMIC ? C::STAGES : 1];
-    uint64_t rstd_full[C::NORM_WARPS ? 2 : 1], rstd_empty[C::NORM_WARPS ? 2 : 1];
 };
 
 template <class C>
@@ -259,128 +244,34 @@ __device__ __forceinline__ void produce_dynamic(shared_storage<C> &s, const CUte
 
 /* ---- consumer stages ------------------------------------------------------------- */
 
-/* The sums of squares of A's rows, kept in fp32 as the stages go by: add(stage)
- * adds a k-tile's.  Two ways, picked by the config's NORM_WARPS. */
-
-/* rstd = 1/sqrt(ms + eps), ms = ss/K (correctly rounded division and sqrt) */
-__device__ __forceinline__ float row_rstd(float ss, int64_t K, float eps) { return 1.0f / sqrtf(ss / (float)K + eps); }
-
-/* rstd (row_rstd of ss) of row `local` of consumer cw's 64 into s.rstd (read
- * by the epilogue after its first barrier) and, when write_rstd, to
- * rstd_out: the consumers' own sums (squares_fma). */
-template <class C>
-__device__ __forceinline__ void store_rstd(shared_storage<C> &s, float ss, float rstd, int cw, int local,
-                                           int64_t m0, int64_t M, bool write_rstd, float *rstd_out)
+/* ss += sum of x^2 over this thread's half of a row of an A stage (128 bytes,
+ * 64 bf16; the half is 4 chunks, picked so 8 neighbouring threads hit 8
+ * different chunks: no bank conflicts).  row_bytes: the row in the stage;
+ * chunk_off: the chunks' offsets in it (row_chunks). */
+__device__ __forceinline__ float row_sumsq(const uint8_t *row_bytes, const int (&chunk_off)[4], float ss)
 {
-    /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
-     * is outside the lazy form's range: its Y is NaN, never acc * 0
-     * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
-    s.rstd[0][cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
-    const int row = cw * kWgmmaM + local; /* of the tile */
-    if (write_rstd && m0 + row < M)
-        rstd_out[m0 + row] = rstd;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const uint4 v = *reinterpret_cast<const uint4 *>(row_bytes + chunk_off[j]);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const float lo = __uint_as_float(w[q] << 16), hi = __uint_as_float(w[q] & 0xFFFF0000u);
+            ss = fmaf(lo, lo, ss); /* ss += x^2 (exact square, fp32 sum) */
+            ss = fmaf(hi, hi, ss);
+        }
+    }
+    return ss;
 }
 
-/* squares_fma, in the consumer warpgroups: two threads a row, each summing x^2 of its half of the
- * row's 128 bytes of a stage (4 chunks of 16 bytes, picked so 8 neighbouring
- * threads hit 8 different chunks: no bank conflicts) with one FFMA per
- * element; the halves are added in publish.  128-byte swizzle permutes the
- * chunks inside a row only, so the chunks' offsets are the row's own: chunk
- * (half*4 + j) ^ (row % 8). */
-struct squares_fma {
-    int row_off, chunk_off[4];
-    float ss = 0.0f;
-    __device__ __forceinline__ squares_fma(int cw, int tid)
-    {
-        const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
-        row_off = row * kSwizzleBytes;
+/* The byte offsets of a row's half (4 chunks of 16 bytes) under the 128-byte
+ * swizzle: chunk (half*4 + j) ^ (row % 8). */
+__device__ __forceinline__ void row_chunks(int row, int half, int (&chunk_off)[4])
+{
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-            chunk_off[j] = ((half * 4 + j) ^ (row & 7)) * kChunkBytes;
-    }
-    __device__ __forceinline__ void add(const uint8_t *stage)
-    {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const uint4 v = *reinterpret_cast<const uint4 *>(stage + row_off + chunk_off[j]);
-            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const float lo = __uint_as_float(w[q] << 16), hi = __uint_as_float(w[q] & 0xFFFF0000u);
-                ss = fmaf(lo, lo, ss); /* ss += x^2 (exact square, fp32 sum) */
-                ss = fmaf(hi, hi, ss);
-            }
-        }
-    }
-    template <class C>
-    __device__ __forceinline__ void publish(shared_storage<C> &s, int cw, int tid, int64_t m0, int64_t M,
-                                           int64_t K, float eps, bool write_rstd, float *rstd_out)
-    {
-        const float sum = ss + __shfl_xor_sync(0xffffffffu, ss, 1); /* both halves of the row */
-        const float rstd = row_rstd(sum, K, eps);
-        if (tid % kRowThreads == 0)
-            store_rstd<C>(s, sum, rstd, cw, tid / kRowThreads, m0, M, write_rstd, rstd_out);
-    }
-};
-
-/* squares_mma, in a norm warp: the warp sums 64 rows, four blocks of 16
- * (rows r0 + 16b ..), each as the diagonal of A_b A_b^T.  Per k16 slice one
- * ldmatrix.x4 loads a block's 16x16 as mma.sync m16n8k16's A fragment (a0 /
- * a1 rows 0-7 / 8-15 of k 0-7, a2 / a3 of k 8-15), and its rows 0-7 {a0, a2}
- * or 8-15 {a1, a3} are the B of two mma.sync (an 8-column B's fragment is its
- * transpose's A fragment), so d0[i][j] = sum_k x_ik x_jk over rows j < 8 and
- * d1 over rows j >= 8; half of each product is off the diagonal and unused.
- * A k-tile's four slices accumulate on the tensor cores from zero; the
- * diagonal then goes to one fp32 sum per row (ss[b][h], FADD), so the
- * registers held across k-tiles are 8 a lane.  Per k-tile a warp issues 16
- * ldmatrix and 32 mma.sync for its 64 rows.  The products are exact (bf16 x
- * bf16 in fp32) and the tensor cores add them in fp32, perhaps truncating
- * (NF_ACC_U's 2 u_f per addition, oracles/budget_common.h).  Lane l holds
- * rows g = l/4 and g + 8 of each block when l % 4 = g/2 (row g < 8 is
- * d0[g % 2], row g + 8 is d1[2 + g % 2]); the other lanes' sums are of
- * off-diagonal products, unused.  (The same squares issued by the consumer
- * warps themselves, between their wgmma and its wait, made the kernel 2-30 %
- * slower: fused/NOTES.md v24.) */
-struct squares_mma {
-    static constexpr int BLOCKS = 4;
-    uint32_t ld_off[4]; /* lane's ldmatrix row address in a stage (block 0), per k16 slice */
-    bool odd;           /* g % 2: which of d's two columns is the diagonal */
-    float ss[BLOCKS][2];
-    __device__ __forceinline__ squares_mma(int r0, int lane) : odd(((lane / 4) & 1) != 0)
-    {
-        /* lane l gives row l % 8 of matrix l / 8: rows (l / 8) % 2 * 8 + l % 8,
-         * 16-byte chunk 2 kk + l / 16 of k16 slice kk (the blocks' rows are
-         * 8-aligned, so the row's swizzle is l % 8) */
-        const int row = r0 + ((lane / 8) & 1) * 8 + lane % 8;
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-            ld_off[kk] = row * kSwizzleBytes + (((2 * kk + lane / 16) ^ (lane % 8)) * kChunkBytes);
-        clear();
-    }
-    __device__ __forceinline__ void clear()
-    {
-#pragma unroll
-        for (int b = 0; b < BLOCKS; ++b)
-            ss[b][0] = ss[b][1] = 0.0f;
-    }
-    __device__ __forceinline__ void add(const uint8_t *stage)
-    {
-        const uint32_t base = smem_u32(stage);
-#pragma unroll
-        for (int b = 0; b < BLOCKS; ++b) {
-            float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-                uint32_t a[4];
-                ldmatrix_x4(base + b * 16 * kSwizzleBytes + ld_off[kk], a);
-                mma_m16n8k16_bf16(d0, a, a[0], a[2], d0);
-                mma_m16n8k16_bf16(d1, a, a[1], a[3], d1);
-            }
-            ss[b][0] += odd ? d0[1] : d0[0];
-            ss[b][1] += odd ? d1[3] : d1[2];
-        }
-    }
-};
+    for (int j = 0; j < 4; ++j)
+        chunk_off[j] = ((half * 4 + j) ^ (row & 7)) * kChunkBytes;
+}
 
 /* Release a stage: every consumer warp arrives once its lanes are done (in
  * every CTA of the cluster when the stage was multicast). */
@@ -396,56 +287,8 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
     }
 }
 
-/* Norm warps (C::NORM_WARPS; nw = 0, 1 over warps 2 and 3 of the producer
- * warpgroup): walk the tiles and stages as the consumers do; per stage, warp
- * nw adds the squares of rows 64nw.. of the A tile (squares_mma) and releases
- * the stage; per tile, once the consumers have read buffer i % 2 two tiles
- * back, it writes its rows' rstd there (and to rstd_out for N-tile 0) and
- * arrives on rstd_full. */
-template <class C>
-__device__ __forceinline__ void norm_rows(shared_storage<C> &s, int nw, int lane, int64_t M, int64_t N,
-                                          int64_t K, float eps, float *rstd_out, int k_tiles)
-{
-    tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
-    ring_pos<C::STAGES> p;
-    tile_coord t;
-    squares_mma sq(nw * kWgmmaM, lane);
-    const int g = lane / 4;
-    for (uint32_t i = 0; sched.fetch(t); ++i) {
-        for (int kt = 0; kt < k_tiles; ++kt) {
-            s.ring.consumer_wait(p);
-            sq.add(s.a[p.stage]);
-            __syncwarp();
-            if (lane == 0)
-                s.ring.consumer_release(p);
-            p.advance();
-        }
-        const int buf = (int)(i & 1u);
-        mbar_wait(&s.rstd_empty[buf], ((i >> 1) & 1u) ^ 1u); /* first use of each buffer: free */
-        if (lane % 4 == g / 2) { /* this lane holds the diagonal of rows g and g + 8 of each block */
-            const int64_t m0 = t.m_tile * C::BM;
-#pragma unroll
-            for (int b = 0; b < squares_mma::BLOCKS; ++b)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const float ss = sq.ss[b][h];
-                    const float rstd = row_rstd(ss, K, eps);
-                    const int row = nw * kWgmmaM + 16 * b + 8 * h + g; /* of the tile */
-                    /* as store_rstd: NaN for a row whose sum overflowed */
-                    s.rstd[buf][row] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
-                    if (t.n_tile == 0 && rstd_out && m0 + row < M)
-                        rstd_out[m0 + row] = rstd;
-                }
-        }
-        sq.clear();
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(&s.rstd_full[buf]);
-    }
-}
-
-/* acc = A[rows of this warpgroup] @ Wg[:, n-tile].  The rows' sums of
- * squares (C::squares) go to sums_done(sq) as soon as the last stage's are
+/* acc = A[rows of this warpgroup] @ Wg[:, n-tile].  This thread's partial sum
+ * of squares of its row goes to sums_done(ss) as soon as the last stage's is
  * added, while that stage's wgmma still run: what it does with it (rstd,
  * publish_rstd) is then off the tensor cores' idle time between tiles
  * (0-3.6 % faster, fused/NOTES.md v9).  The operand descriptors are formed
@@ -463,10 +306,13 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
                   "the whole shared window, the driver's 1 KB included, below 256 KB");
     constexpr uint32_t kAStep = C::A_BYTES >> 4, kBStep = (C::B_BOXES * C::B_BOX_BYTES) >> 4;
     constexpr uint32_t kAK16 = (kWgmmaK * kBf16) >> 4, kBK16 = (kWgmmaK * kSwizzleBytes) >> 4;
-    squares_fma sq(cw, tid);
+    const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
+    int chunk_off[4];
+    row_chunks(row, half, chunk_off);
     const uint64_t da0 = wgmma_desc_sw128(smem_u32(s.a[0]) + cw * kWgmmaM * kSwizzleBytes, kChunkBytes,
                                           kSwizzleAtomBytes);
     const uint64_t db0 = wgmma_desc_sw128(smem_u32(s.b[0][0]), C::B_BOX_BYTES, kSwizzleAtomBytes);
+    float ss = 0.0f;
     ring_pos<C::STAGES> prev = p;
     for (int kt = 0; kt < k_tiles; ++kt) {
         s.ring.consumer_wait(p);
@@ -480,24 +326,41 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
         if (kt > 0)
             release_stage<C>(s.ring, prev);
         /* then this stage's sum of squares, overlapping the wgmma just issued */
-        if constexpr (!C::NORM_WARPS)
-            sq.add(s.a[p.stage]);
+        ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss);
         prev = p;
         p.advance();
     }
-    sums_done(sq);
+    sums_done(ss);
     wgmma_wait<0>();
     wgmma_fence_regs(acc);
     release_stage<C>(s.ring, prev);
 }
 
+/* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
+ * epilogue after its first barrier) and, for N-tile 0, to rstd_out. */
+template <class C>
+__device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int cw, int tid, int64_t m0,
+                                             int64_t M, int64_t K, float eps, bool write_rstd,
+                                             float *rstd_out)
+{
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);           /* ss_i = both halves of row i */
+    const int local = tid / kRowThreads, row = cw * kWgmmaM + local; /* row of the tile */
+    const float rstd = 1.0f / sqrtf(ss / (float)K + eps); /* rstd = 1/sqrt(ms + eps) */
+    if (tid % kRowThreads == 0) {
+        /* A row whose fp32 sum of squares overflowed (finite |a| beyond ~2^63)
+         * is outside the lazy form's range: its Y is NaN, never acc * 0
+         * (normfuse.h).  Rows holding an Inf get NaN from acc anyway. */
+        s.rstd[cw * kWgmmaM + local] = isinf(ss) ? __int_as_float(0x7fc00000) : rstd;
+        if (write_rstd && m0 + row < M)
+            rstd_out[m0 + row] = rstd;
+    }
+}
+
 /* Y = bf16(acc * rstd) -> smem -> TMA store, one 64x64 box (one bulk group)
- * at a time.  rstd: what publish wrote to s.rstd, or with norm warps buffer
- * i % 2 once rstd_full says it is written (this is the consumer's i-th tile). */
+ * at a time. */
 template <class C>
 __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], int cw, int tid,
-                                         uint32_t i, int64_t m0, int64_t n0, int64_t M, int64_t N,
-                                         const CUtensorMap *tm_y)
+                                         int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y)
 {
     const uint32_t bar = cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1;
     /* Box bx goes to slot bx % Y_SLOTS.  With a slot per box, the previous
@@ -511,15 +374,6 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
     const int mrow = w * 16 + ((l / 8) & 1) * 8 + l % 8; /* the row whose address lane l gives */
     const int64_t row0 = m0 + cw * kWgmmaM;
     float rs0 = 0.0f, rs1 = 0.0f;
-    if constexpr (C::NORM_WARPS) {
-        const int buf = (int)(i & 1u);
-        mbar_wait(&s.rstd_full[buf], (i >> 1) & 1u);
-        rs0 = s.rstd[buf][cw * kWgmmaM + r0];
-        rs1 = s.rstd[buf][cw * kWgmmaM + r1];
-        __syncwarp();
-        if (l == 0)
-            mbar_arrive(&s.rstd_empty[buf]);
-    }
 #pragma unroll
     for (int bx = 0; bx < C::B_BOXES; ++bx) {
         if (bx == 0 || kRing) {
@@ -527,9 +381,9 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
                 tma_store_wait_read<kRing ? C::Y_SLOTS - 1 : 0>();
             named_barrier_sync(bar, kWarpgroupThreads); /* slot free; s.rstd written */
         }
-        if (!C::NORM_WARPS && bx == 0) {
-            rs0 = s.rstd[0][cw * kWgmmaM + r0];
-            rs1 = s.rstd[0][cw * kWgmmaM + r1];
+        if (bx == 0) {
+            rs0 = s.rstd[cw * kWgmmaM + r0];
+            rs1 = s.rstd[cw * kWgmmaM + r1];
         }
         /* 16 columns at a time: four 8x8 matrices (rows r0 | r1, columns
          * 16c.. | 16c+8..) in one stmatrix, lane l naming row l % 8 of matrix
@@ -578,12 +432,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
     const int k_tiles = (int)((K + C::BK - 1) / C::BK);
 
     if (threadIdx.x == 0) {
-        if (C::NORM_WARPS)
-            for (int b = 0; b < 2; ++b) {
-                mbar_init(&s.rstd_full[b], C::NORM_WARP_COUNT);                  /* a norm warp each */
-                mbar_init(&s.rstd_empty[b], kConsumers * kWarpsPerWarpgroup); /* a consumer warp each */
-            }
-        s.ring.init(C::EMPTY_ARRIVALS); /* (its fence covers the initialisations above) */
+        s.ring.init(C::EMPTY_ARRIVALS);
         tma_prefetch_map(&tm_a);
         tma_prefetch_map(&tm_b);
         tma_prefetch_map(&tm_y);
@@ -594,17 +443,15 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         __syncthreads();
 
     if (wg == PRODUCER) {
-        setmaxnreg_dec<producer_regs<C>()>();
+        setmaxnreg_dec<kProducerRegs>();
         if (tid == 0) {
             if (C::DYNAMIC)
                 produce_dynamic<C>(s, &tm_a, &tm_b, M, N, k_tiles, tile_counter);
             else
                 produce<C>(s, &tm_a, &tm_b, M, N, k_tiles);
-        } else if (C::NORM_WARPS && tid >= 2 * 32) { /* warps 2 and 3 */
-            norm_rows<C>(s, tid / 32 - 2, tid % 32, M, N, K, eps, rstd_out, k_tiles);
         }
     } else {
-        setmaxnreg_inc<consumer_regs<C>()>();
+        setmaxnreg_inc<kConsumerRegs>();
         const int cw = wg - CONSUMER0;
         tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
         ring_pos<C::STAGES> p;
@@ -623,17 +470,13 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
                 return sched.fetch(c);
             }
         };
-        uint32_t i = 0; /* the consumer's tiles so far (norm warps' rstd buffers) */
         while (next_tile(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
-            auto publish = [&](squares_fma &sq) {
-                if constexpr (!C::NORM_WARPS)
-                    sq.publish<C>(s, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
+            auto publish = [&](float ss) {
+                publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
             };
             mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
-            epilogue<C>(s, acc, cw, tid, i, m0, n0, M, N, &tm_y);
-            if constexpr (C::NORM_WARPS)
-                ++i;
+            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
         }
         if (tid == 0)
             tma_store_wait_all();
@@ -764,13 +607,10 @@ using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
 using coop_n256_dyn = config<256, 3, 1, 4, true>;
 using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
-using coop_n256_nw = config<256, 3, 1, 4, false, true>;
-using coop_n256_s4_nw = config<256, 4, 1, 2, false, true>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
-static_assert(smem_bytes<coop_n256_s4_nw>() <= kMaxSmem, "BN=256, 4 stages, norm warps shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -787,8 +627,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
     case NF_PRENORM_COOP_N256_DYN: return f(config_tag<coop_n256_dyn>{});
     case NF_PRENORM_COOP_N256_S4_DYN: return f(config_tag<coop_n256_s4_dyn>{});
-    case NF_PRENORM_COOP_N256_NW: return f(config_tag<coop_n256_nw>{});
-    case NF_PRENORM_COOP_N256_S4_NW: return f(config_tag<coop_n256_s4_nw>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -807,8 +645,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
     case NF_PRENORM_COOP_N256_DYN: return "coop_n256_dyn";
     case NF_PRENORM_COOP_N256_S4_DYN: return "coop_n256_s4_dyn";
-    case NF_PRENORM_COOP_N256_NW: return "coop_n256_nw";
-    case NF_PRENORM_COOP_N256_S4_NW: return "coop_n256_s4_nw";
     default: return "?";
     }
 }

@@ -4,11 +4,24 @@
 # and fused/prenorm_gemm_fwd.cu, no CMake) into BIN, ptxas's report (-Xptxas -v)
 # into PTXAS_LOG; the options are added to nvcc's (e.g. -lineinfo).  Run from
 # the repository root, by run_probe.sh and profile_probe.sh.
+# NF_PROBE_PATCH=FILE.diff builds from a copy of fused/ with that diff applied
+# (patch -p1, paths as git diff writes them: a/fused/...), the tree untouched:
+# a timing-only experiment such as skipping the sum of squares, reproducible
+# from the diff kept with its report.
 set -euo pipefail
-if [ $# -lt 2 ]; then sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
+if [ $# -lt 2 ]; then sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
 bin="$1" log="$2"
 shift 2
+fused=fused
+if [ -n "${NF_PROBE_PATCH:-}" ]; then
+  diff_file="$(cd "$(dirname "$NF_PROBE_PATCH")" && pwd)/$(basename "$NF_PROBE_PATCH")"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  cp -R fused "$tmp/fused"
+  (cd "$tmp" && patch -p1 -s < "$diff_file") || { echo "build_probe: $NF_PROBE_PATCH does not apply to fused/" >&2; exit 1; }
+  fused="$tmp/fused"
+fi
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Xptxas -v "$@" \
-     -Iinclude -Isrc -Ifused \
-     fused/tools/prenorm_probe.cu src/status.c src/context.c fused/prenorm_gemm_fwd.cu \
+     -Iinclude -Isrc -I"$fused" \
+     "$fused/tools/prenorm_probe.cu" src/status.c src/context.c "$fused/prenorm_gemm_fwd.cu" \
      -lcublasLt -lcudnn -o "$bin" 2> "$log"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_probe.sh — build and run the pre-norm GEMM probe on a Hopper machine.
 #   [SANITIZE=1] fused/tools/run_probe.sh [--quick | --tails | --shape MxKxN]   (from the repository root)
+# NF_PROBE_VARIANTS picks the variants timed; NF_PROBE_PATCH a diff to build with (build_probe.sh).
 # Builds with build_probe.sh (nvcc directly, no CMake), prints the
 # resource report and the HGMMA count of the SASS, then runs the probe.
 # Logs go to $OUT when it is set (the device tool's output folder), else /tmp.
@@ -22,7 +23,7 @@ if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer > /dev/null; then
   timeout 150 compute-sanitizer --tool memcheck "$bin" --tails > "$out/sanitizer.txt" 2>&1 || echo "sanitizer rc $?"
   grep -E "ERROR SUMMARY|FAIL|Invalid|error" "$out/sanitizer.txt" | head -20 || true
 fi
-report_header "$out/probe_log.txt" "${NF_PROBE_VARIANTS:+NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS }fused/tools/run_probe.sh $*"
+report_header "$out/probe_log.txt" "${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }${NF_PROBE_VARIANTS:+NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS }fused/tools/run_probe.sh $*"
 clock_log_start "$out/probe_clocks.csv"
 rc=0
 timeout "${PROBE_TIMEOUT:-200}" "$bin" "$@" 2>&1 | tee -a "$out/probe_log.txt" || rc=$?

@@ -15,6 +15,7 @@
 # NF_PROFILE_CLOCK=base has ncu lock the clocks at base (--clock-control base) instead of
 # leaving them to the GPU (none, the default): with gpc__cycles_elapsed.max among the metrics,
 # cycles then compare without the clock each kernel's power draw allows.
+# NF_PROBE_PATCH (build_probe.sh) profiles a build with that diff applied, named in the headers.
 # Files go to $OUT when it is set (the device tool's output folder), else /tmp/profile_shapes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,12 +37,12 @@ extra="$(ncu_known_metrics "$ncu_bin" "${NF_PROFILE_METRICS:-}")" # those this n
 metrics=gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max
 metrics+=${extra:+,$extra}
 ncu_args=(--clock-control "$clock" --cache-control all -k "regex:gemm|nvjet|xmma|cutlass" --metrics "$metrics" --csv --page raw)
-report_header "$out/summary.txt" "fused/tools/profile_shapes.sh $*: per shape, NF_PROBE_VARIANTS=V ncu ${ncu_args[*]} prenorm_probe --shape S, then scripts/ncu_summary.py --gap <variants + 1> --extra '$extra'"
+report_header "$out/summary.txt" "${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }fused/tools/profile_shapes.sh $*: per shape, NF_PROBE_VARIANTS=V ncu ${ncu_args[*]} prenorm_probe --shape S, then scripts/ncu_summary.py --gap <variants + 1> --extra '$extra'"
 for s in "$@"; do
   shape="${s%%:*}" variants=0
   [[ "$s" == *:* ]] && variants="${s#*:}"
   csv="$out/ncu_$shape.csv"
-  report_header "$csv" "NF_PROBE_VARIANTS=$variants ncu ${ncu_args[*]} prenorm_probe --shape $shape"
+  report_header "$csv" "${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }NF_PROBE_VARIANTS=$variants ncu ${ncu_args[*]} prenorm_probe --shape $shape"
   NF_PROBE_VARIANTS="$variants" "$ncu_bin" "${ncu_args[@]}" "$bin" --shape "$shape" >> "$csv" 2>&1 ||
     echo "profile_shapes: ncu failed on $shape (see $csv)"
   # in turn: each variant, auto, cuBLASLt; so a kernel's launches are that many apart

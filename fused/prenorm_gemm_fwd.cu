@@ -83,7 +83,9 @@
  * only, before v22: fused/NOTES.md, "What cuBLASLt runs"); at N = 256 the
  * kernel's cycles are within 0.3-0.6 % of cuBLASLt's and the rest is the
  * lower clock it runs at (H100, fused/NOTES.md "Where the N = 256 gap
- * goes").  The squares stay on the CUDA cores: by mma.sync on the tensor
+ * goes"); on the H200 the gap there is half cycles, half clock, and three
+ * of the four misses stay behind with the squares skipped (fused/NOTES.md
+ * "The same on the H200").  The squares stay on the CUDA cores: by mma.sync on the tensor
  * cores, in these warps or in idle producer warps, the kernel ran 2-109 %
  * slower, the mma.sync stalled behind the running wgmma (fused/NOTES.md v24,
  * v25).  fused/NOTES.md v1-v25 have the history, every other epilogue and

@@ -85,11 +85,12 @@
  * lower clock it runs at (H100, fused/NOTES.md "Where the N = 256 gap
  * goes"); on the H200 the gap there is half cycles, half clock, and three
  * of the four misses stay behind with the squares skipped (fused/NOTES.md
- * "The same on the H200").  The squares stay on the CUDA cores: by mma.sync on the tensor
- * cores, in these warps or in idle producer warps, the kernel ran 2-109 %
- * slower, the mma.sync stalled behind the running wgmma (fused/NOTES.md v24,
- * v25).  fused/NOTES.md v1-v25 have the history, every other epilogue and
- * tile layout tried included.
+ * "The same on the H200").  The squares stay on the CUDA cores: by mma.sync
+ * on the tensor cores, in these warps or in idle producer warps, the kernel
+ * was slower on all but one or two shapes (medians over the grid
+ * 1.11-1.64x), the mma.sync held up behind the running wgmma
+ * (fused/NOTES.md v24, v25).  fused/NOTES.md v1-v25 have the history, every
+ * other epilogue and tile layout tried included.
  */
 #include <cuda.h>
 #include <cuda_bf16.h>

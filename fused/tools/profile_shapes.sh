@@ -36,13 +36,14 @@ fused/tools/build_probe.sh "$bin" "$out/ptxas.txt"
 extra="$(ncu_known_metrics "$ncu_bin" "${NF_PROFILE_METRICS:-}")" # those this ncu knows, the rest named
 metrics=gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max
 metrics+=${extra:+,$extra}
+built_with="${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }" # the probe's build, named in every header
 ncu_args=(--clock-control "$clock" --cache-control all -k "regex:gemm|nvjet|xmma|cutlass" --metrics "$metrics" --csv --page raw)
-report_header "$out/summary.txt" "${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }fused/tools/profile_shapes.sh $*: per shape, NF_PROBE_VARIANTS=V ncu ${ncu_args[*]} prenorm_probe --shape S, then scripts/ncu_summary.py --gap <variants + 1> --extra '$extra'"
+report_header "$out/summary.txt" "${built_with}fused/tools/profile_shapes.sh $*: per shape, NF_PROBE_VARIANTS=V ncu ${ncu_args[*]} prenorm_probe --shape S, then scripts/ncu_summary.py --gap <variants + 1> --extra '$extra'"
 for s in "$@"; do
   shape="${s%%:*}" variants=0
   [[ "$s" == *:* ]] && variants="${s#*:}"
   csv="$out/ncu_$shape.csv"
-  report_header "$csv" "${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }NF_PROBE_VARIANTS=$variants ncu ${ncu_args[*]} prenorm_probe --shape $shape"
+  report_header "$csv" "${built_with}NF_PROBE_VARIANTS=$variants ncu ${ncu_args[*]} prenorm_probe --shape $shape"
   NF_PROBE_VARIANTS="$variants" "$ncu_bin" "${ncu_args[@]}" "$bin" --shape "$shape" >> "$csv" 2>&1 ||
     echo "profile_shapes: ncu failed on $shape (see $csv)"
   # in turn: each variant, auto, cuBLASLt; so a kernel's launches are that many apart

@@ -39,6 +39,19 @@ expect "$out" '^65536x256x256 +-$' "the best of columns one of which is missing 
 run_script v2 v1 --shapes '^524288x' "$dir/a.txt"
 expect "$out" '^run 1 \(.*\): median 1\.200 over 1 shapes' "--shapes keeps the matching shapes"
 if printf '%s\n' "$out" | grep -q '^65536x'; then echo "FAIL: --shapes kept a shape it does not match"; status=1; fi
+# --den-from: DEN from another run, pairwise (a patched build over its base)
+run_script v2 v2 "$dir/b.txt" --den-from "$dir/a.txt"
+expect "$out" '^65536x256x256 +0\.889$' "--den-from: v2 of b over v2 of a"
+expect "$out" '^65536x256x512 +0\.667$' "--den-from: another shape"
+expect "$out" '^run 1 \(.*b\.txt over .*a\.txt\): median 0\.667 over 3 shapes, 0\.667-0\.889, under 1 on 3$' \
+  "--den-from: the run's line names both files"
+head -n 4 "$dir/a.txt" > "$dir/short.txt"; tail -n 2 "$dir/a.txt" >> "$dir/short.txt"
+run_script v1 v1 "$dir/a.txt" --den-from "$dir/short.txt"
+expect "$out" '^65536x256x512 +-$' "--den-from: a shape the base run lacks is missing"
+expect_error 2 "--den-from with fewer files than PROBE" "^probe_ratios: --den-from names 1 files for 2 PROBE files" \
+  v1 v1 "$dir/a.txt" "$dir/b.txt" --den-from "$dir/a.txt"
+expect_error 2 "--den-from: a column the base lacks" "^probe_ratios: .*short\.txt: no column 'v9'" \
+  v1 v9 "$dir/a.txt" --den-from "$dir/short.txt"
 # what it refuses: one line naming the file and what is wrong, exit 2
 printf 'no table here\n' > "$dir/none.txt"
 expect_error 2 "a file without a probe table" "^probe_ratios: .*none\.txt: no probe table" v1 v2 "$dir/none.txt"

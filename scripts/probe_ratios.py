@@ -16,6 +16,11 @@ over the shapes with both times, the median ratio, the range, and on how many
 shapes NUM is faster (ratio under 1).  --shapes REGEX keeps the shapes whose
 name (MxKxN) it matches.  A file's first table is read.
 
+--den-from BASE.txt [BASE.txt ...] reads DEN from other runs, the i-th file of
+BASE over the i-th of PROBE (as many of each): a build against another, e.g.
+coop_n256_s4 of runs built with NF_PROBE_PATCH over coop_n256_s4 of runs
+without it, timed in mirrored order (base, patched, patched, base).
+
 Exit status: 0; 2 on usage errors: a file that holds no probe table, or a
 column it lacks (each named on stderr in one line).
 """
@@ -88,19 +93,30 @@ def main():
     ap.add_argument("den", metavar="DEN")
     ap.add_argument("probes", metavar="PROBE.txt", nargs="+")
     ap.add_argument("--shapes", metavar="REGEX", help="the shapes (MxKxN) to keep")
+    ap.add_argument("--den-from", metavar="BASE.txt", nargs="+",
+                    help="read DEN from these runs, pairwise with the PROBE files")
     args = ap.parse_args()
     keep = re.compile(args.shapes) if args.shapes else None
+    if args.den_from and len(args.den_from) != len(args.probes):
+        print("probe_ratios: --den-from names %d files for %d PROBE files; give as many of each" %
+              (len(args.den_from), len(args.probes)), file=sys.stderr)
+        return 2
 
     runs = []  # {shape: ratio or None} per file
     try:
-        for path in args.probes:
+        for i, path in enumerate(args.probes):
             names, rows = read_table(path)
-            num, den = column_reader(args.num, names, path), column_reader(args.den, names, path)
+            num = column_reader(args.num, names, path)
+            den_path = args.den_from[i] if args.den_from else path
+            den_names, den_rows = (names, rows) if den_path == path else read_table(den_path)
+            den = column_reader(args.den, den_names, den_path)
+            den_times = dict(den_rows)
             ratios = {}
             for shape, times in rows:
                 if keep and not keep.search(shape):
                     continue
-                a, b = num(times), den(times)
+                a = num(times)
+                b = den(den_times[shape]) if shape in den_times else None
                 ratios[shape] = a / b if a is not None and b is not None else None
             runs.append(ratios)
     except Refused as e:
@@ -108,7 +124,8 @@ def main():
         return 2
 
     shapes = sorted({s for r in runs for s in r}, key=shape_key)
-    print("# %s / %s, per shape and run ('-': a time missing)" % (args.num, args.den))
+    over = "%s of the --den-from runs" % args.den if args.den_from else args.den
+    print("# %s / %s, per shape and run ('-': a time missing)" % (args.num, over))
     print("%-18s" % "shape" + "".join("%8s" % ("run %d" % (i + 1)) for i in range(len(runs))))
     for s in shapes:
         cells = [r.get(s) for r in runs]
@@ -118,8 +135,9 @@ def main():
         if not got:
             print("run %d (%s): no shape with both times" % (i + 1, path))
             continue
+        name = "%s over %s" % (path, args.den_from[i]) if args.den_from else path
         print("run %d (%s): median %.3f over %d shapes, %.3f-%.3f, under 1 on %d" %
-              (i + 1, path, statistics.median(got), len(got), min(got), max(got), sum(v < 1 for v in got)))
+              (i + 1, name, statistics.median(got), len(got), min(got), max(got), sum(v < 1 for v in got)))
     return 0
 
 

@@ -52,6 +52,12 @@ expect_error 2 "--den-from with fewer files than PROBE" "^probe_ratios: --den-fr
   v1 v1 "$dir/a.txt" "$dir/b.txt" --den-from "$dir/a.txt"
 expect_error 2 "--den-from: a column the base lacks" "^probe_ratios: .*short\.txt: no column 'v9'" \
   v1 v9 "$dir/a.txt" --den-from "$dir/short.txt"
+# --timed: the variant columns a run timed (v3 is inf everywhere; auto, cublasLt, roofline are not variants)
+run_script --timed "$dir/a.txt"
+expect "$out" '^v1 v2$' "--timed: the variants with a time"
+expect_rc 0 "--timed on a readable table"
+expect_error 2 "--timed without its file" "^probe_ratios: --timed takes one PROBE\.txt\$" --timed
+expect_error 2 "--timed on a file without a table" "^probe_ratios: .*none2\.txt: No such file" --timed "$dir/none2.txt"
 # what it refuses: one line naming the file and what is wrong, exit 2
 printf 'no table here\n' > "$dir/none.txt"
 expect_error 2 "a file without a probe table" "^probe_ratios: .*none\.txt: no probe table" v1 v2 "$dir/none.txt"

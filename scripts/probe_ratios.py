@@ -21,6 +21,10 @@ BASE over the i-th of PROBE (as many of each): a build against another, e.g.
 coop_n256_s4 of runs built with NF_PROBE_PATCH over coop_n256_s4 of runs
 without it, timed in mirrored order (base, patched, patched, base).
 
+--timed PROBE.txt prints the variant columns of that table with a time on at
+least one shape (not auto, cublasLt or roofline), space-separated: the
+variants a run timed (fused/tools/ab_patches.sh compares those).
+
 Exit status: 0; 2 on usage errors: a file that holds no probe table, or a
 column it lacks (each named on stderr in one line).
 """
@@ -87,8 +91,26 @@ def shape_key(name):
     return tuple(int(d) for d in name.split("x"))
 
 
+def timed_variants(path):
+    """The variant columns of path's table with at least one time."""
+    names, rows = read_table(path)
+    return [n for n in names if n not in ("auto", "cublasLt", "roofline")
+            and any(times.get(n) is not None for _, times in rows)]
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    if len(sys.argv) >= 2 and sys.argv[1] == "--timed":
+        if len(sys.argv) != 3:
+            print("probe_ratios: --timed takes one PROBE.txt", file=sys.stderr)
+            return 2
+        try:
+            print(" ".join(timed_variants(sys.argv[2])))
+        except Refused as e:
+            print("probe_ratios: %s" % e, file=sys.stderr)
+            return 2
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="or: probe_ratios.py --timed PROBE.txt")
     ap.add_argument("num", metavar="NUM")
     ap.add_argument("den", metavar="DEN")
     ap.add_argument("probes", metavar="PROBE.txt", nargs="+")

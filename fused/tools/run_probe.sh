@@ -4,18 +4,25 @@
 # NF_PROBE_VARIANTS picks the variants timed; NF_PROBE_PATCH a diff to build with (build_probe.sh).
 # Builds with build_probe.sh (nvcc directly, no CMake), prints the
 # resource report and the HGMMA count of the SASS, then runs the probe.
+# NF_PROBE_BIN=FILE runs a probe built before (ab_patches.sh builds each once), keeps it and
+# reads no SASS; NF_PROBE_PATCH then only names the diff it was built with in the log's header.
 # Logs go to $OUT when it is set (the device tool's output folder), else /tmp.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/gpu_env.sh
 . scripts/gpu_env.sh # report_header, clock_log_start / clock_log_stop
 out="${OUT:-/tmp}"
-bin="$out/prenorm_probe"
-fused/tools/build_probe.sh "$bin" "$out/ptxas.txt"
-grep -A2 "prenorm_gemm_fwd_kernel" "$out/ptxas.txt" | grep -E "registers|stack|spill" || true
-if command -v cuobjdump > /dev/null; then
-  cuobjdump --dump-sass "$bin" > "$out/sass.txt"
-  echo "SASS: $(grep -c HGMMA "$out/sass.txt") HGMMA, $(grep -cE 'LDL|STL' "$out/sass.txt") LDL/STL, $(grep -c UTMALDG "$out/sass.txt") UTMALDG"
+if [ -n "${NF_PROBE_BIN:-}" ]; then
+  [ -x "$NF_PROBE_BIN" ] || { echo "run_probe: NF_PROBE_BIN: '$NF_PROBE_BIN' is not an executable file" >&2; exit 2; }
+  bin="$NF_PROBE_BIN"
+else
+  bin="$out/prenorm_probe"
+  fused/tools/build_probe.sh "$bin" "$out/ptxas.txt"
+  grep -A2 "prenorm_gemm_fwd_kernel" "$out/ptxas.txt" | grep -E "registers|stack|spill" || true
+  if command -v cuobjdump > /dev/null; then
+    cuobjdump --dump-sass "$bin" > "$out/sass.txt"
+    echo "SASS: $(grep -c HGMMA "$out/sass.txt") HGMMA, $(grep -cE 'LDL|STL' "$out/sass.txt") LDL/STL, $(grep -c UTMALDG "$out/sass.txt") UTMALDG"
+  fi
 fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader || true
 if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer > /dev/null; then
@@ -28,5 +35,5 @@ clock_log_start "$out/probe_clocks.csv"
 rc=0
 timeout "${PROBE_TIMEOUT:-200}" "$bin" "$@" 2>&1 | tee -a "$out/probe_log.txt" || rc=$?
 clock_log_stop
-rm -f "$bin"
+[ -n "${NF_PROBE_BIN:-}" ] || rm -f "$bin"
 exit $rc

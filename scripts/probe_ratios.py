@@ -25,8 +25,9 @@ without it, timed in mirrored order (base, patched, patched, base).
 least one shape (not auto, cublasLt or roofline), space-separated: the
 variants a run timed (fused/tools/ab_patches.sh compares those).
 
-Exit status: 0; 2 on usage errors: a file that holds no probe table, or a
-column it lacks (each named on stderr in one line).
+Exit status: 0; 2 on usage errors: a file that holds no probe table, a
+column it lacks, or --den-from naming a different number of files than PROBE
+(each named on stderr in one line).
 """
 
 import argparse
@@ -154,10 +155,10 @@ def main():
         print("%-18s" % s + "".join("%8s" % ("-" if c is None else "%.3f" % c) for c in cells))
     for i, (path, r) in enumerate(zip(args.probes, runs)):
         got = [v for v in r.values() if v is not None]
-        if not got:
-            print("run %d (%s): no shape with both times" % (i + 1, path))
-            continue
         name = "%s over %s" % (path, args.den_from[i]) if args.den_from else path
+        if not got:
+            print("run %d (%s): no shape with both times" % (i + 1, name))
+            continue
         print("run %d (%s): median %.3f over %d shapes, %.3f-%.3f, under 1 on %d" %
               (i + 1, name, statistics.median(got), len(got), min(got), max(got), sum(v < 1 for v in got)))
     return 0

@@ -42,6 +42,9 @@ gpu() { # $1: what the stand-in nvidia-smi prints for -L ('' for a host without 
     "$1" "$1" "$1" > "$dir/bin/nvidia-smi"
   chmod +x "$dir/bin/nvidia-smi"
 }
+# a stand-in cuobjdump: two HGMMA, no spill, one UTMALDG in every build's SASS
+printf '#!/bin/sh\nprintf "HGMMA.64x256x16\\nHGMMA.64x256x16\\nUTMALDG.2D\\n"\n' > "$dir/bin/cuobjdump"
+chmod +x "$dir/bin/cuobjdump"
 for n in fast slow fails; do echo "--- a/fused/x.cu" > "$dir/$n.diff"; done
 ab() { # ARGS: ab_patches.sh's exit status in rc, its output in $dir/out
   rc=0
@@ -54,7 +57,7 @@ expect_out() { grep -qE "$1" "$2" || { echo "FAIL: $3: no line matches '$1' in $
 gpu "GPU 0: NVIDIA H200"
 export NF_PROBE_VARIANTS=2,5
 ab; expect_rc 2 "no diffs named"
-NF_PROBE_VARIANTS= ab fast="$dir/fast.diff"; expect_rc 2 "NF_PROBE_VARIANTS unset"
+NF_PROBE_VARIANTS='' ab fast="$dir/fast.diff"; expect_rc 2 "NF_PROBE_VARIANTS unset"
 expect_out "^ab_patches: NF_PROBE_VARIANTS: '' is not a list" "$dir/out" "NF_PROBE_VARIANTS unset"
 ab "$dir/fast.diff"; expect_rc 2 "a diff without NAME="
 ab base="$dir/fast.diff"; expect_rc 2 "a diff named base"
@@ -82,6 +85,7 @@ expect_out "^## base: the best of coop_n256 coop_n256_s4 over cuBLASLt$" "$c" "t
 expect_out "^131072x1024x256 +0\.900 +0\.900$" "$c" "fast's best over cuBLASLt"
 [ -f "$dir/out_dir/fast/fast.diff" ] || { echo "FAIL: the diff is not kept beside its runs"; status=1; }
 expect_out "Used 168 registers" "$dir/out_dir/slow/build.txt" "each build's ptxas report"
+expect_out "^SASS: 2 HGMMA, 0 LDL/STL, 1 UTMALDG$" "$dir/out_dir/slow/build.txt" "each build's SASS counts"
 expect_out "^# command: NF_PROBE_PATCH=.*fast\.diff NF_PROBE_VARIANTS=2,5 fused/tools/run_probe.sh" \
   "$dir/out_dir/fast_r1/probe_log.txt" "the probe log names the diff it was built with"
 

@@ -5,7 +5,8 @@
 # Sets: root, build, cmake_args (the offline prefix when .gpu-deps is used),
 # PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND,
 # ab_checks LOG LABEL CLI [VAR=VALUE], ab_rounds, ab_round_order,
-# ab_compare DIR ROUNDS ..., ncu_path and clock_log_start FILE / clock_log_stop.
+# ab_compare DIR ROUNDS ..., ncu_path, ncu_known_metrics, probe_sass_counts and
+# clock_log_start FILE / clock_log_stop.
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +47,14 @@ ncu_path() {
   for c in "$(command -v ncu || true)" /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu; do
     if [ -n "$c" ] && [ -x "$c" ]; then echo "$c"; return 0; fi
   done
+}
+
+# probe_sass_counts BIN SASS: BIN's SASS into the file SASS (cuobjdump --dump-sass) and one
+# line of its counts on stdout: HGMMA, LDL/STL (spills) and UTMALDG; nothing without cuobjdump.
+probe_sass_counts() {
+  command -v cuobjdump > /dev/null || return 0
+  cuobjdump --dump-sass "$1" > "$2"
+  echo "SASS: $(grep -c HGMMA "$2") HGMMA, $(grep -cE 'LDL|STL' "$2") LDL/STL, $(grep -c UTMALDG "$2") UTMALDG"
 }
 
 # ncu_known_metrics NCU LIST: the metrics of the comma list LIST whose base

@@ -21,7 +21,7 @@ variants="${NF_PROBE_VARIANTS:-}"
 [[ "$variants" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
   { echo "ab_patches: NF_PROBE_VARIANTS: '$variants' is not a list of variant numbers such as 2,5" >&2; exit 2; }
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, ab_rounds, ab_round_order
+. scripts/gpu_env.sh # report_header, ab_rounds, ab_round_order, probe_sass_counts
 rounds="$(ab_rounds ab_patches 2)" || exit 2
 declare -A diff_of=()
 names=(base)
@@ -47,11 +47,7 @@ for name in "${names[@]}"; do
   NF_PROBE_PATCH="$patch" fused/tools/build_probe.sh "$bins/$name" "$bins/$name.ptxas" ||
     { cat "$bins/$name.ptxas" >> "$out/$name/build.txt"; echo "ab_patches: the $name build failed ($name/build.txt)" >&2; exit 1; }
   cat "$bins/$name.ptxas" >> "$out/$name/build.txt"
-  if command -v cuobjdump > /dev/null; then
-    cuobjdump --dump-sass "$bins/$name" > "$bins/$name.sass"
-    echo "SASS: $(grep -c HGMMA "$bins/$name.sass") HGMMA, $(grep -cE 'LDL|STL' "$bins/$name.sass") LDL/STL," \
-      "$(grep -c UTMALDG "$bins/$name.sass") UTMALDG" | tee -a "$out/$name/build.txt"
-  fi
+  probe_sass_counts "$bins/$name" "$bins/$name.sass" | tee -a "$out/$name/build.txt"
 done
 
 status=0

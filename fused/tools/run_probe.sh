@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, clock_log_start / clock_log_stop
+. scripts/gpu_env.sh # report_header, probe_sass_counts, clock_log_start / clock_log_stop
 out="${OUT:-/tmp}"
 if [ -n "${NF_PROBE_BIN:-}" ]; then
   [ -x "$NF_PROBE_BIN" ] || { echo "run_probe: NF_PROBE_BIN: '$NF_PROBE_BIN' is not an executable file" >&2; exit 2; }
@@ -19,10 +19,7 @@ else
   bin="$out/prenorm_probe"
   fused/tools/build_probe.sh "$bin" "$out/ptxas.txt"
   grep -A2 "prenorm_gemm_fwd_kernel" "$out/ptxas.txt" | grep -E "registers|stack|spill" || true
-  if command -v cuobjdump > /dev/null; then
-    cuobjdump --dump-sass "$bin" > "$out/sass.txt"
-    echo "SASS: $(grep -c HGMMA "$out/sass.txt") HGMMA, $(grep -cE 'LDL|STL' "$out/sass.txt") LDL/STL, $(grep -c UTMALDG "$out/sass.txt") UTMALDG"
-  fi
+  probe_sass_counts "$bin" "$out/sass.txt"
 fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader || true
 if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer > /dev/null; then

@@ -30,6 +30,8 @@
  *                   logged; the gate's incumbent property (harness/props.c)
  *                   owns it.
  *   variants        every tile variant (fused/fused.h) within the budget.
+ *   last_round      shapes one or a few tiles past whole rounds of the
+ *                   persistent grid, every row of the last panel judged.
  *   dynamic_tiles   the variants that claim tiles from a counter, launched
  *                   again and again and on another stream: every tile written.
  *   deterministic   two calls give the same bits.
@@ -155,7 +157,9 @@ typedef struct judged {
     const int64_t *sample;
 } judged;
 
-static void oracle(const problem *p, judged *j)
+/* rows: the row sample to judge (nrows of them, at most SAMPLE_ROWS); NULL:
+ * every row when M <= 2 SAMPLE_ROWS, else nf_oracle_sample_rows's. */
+static void oracle_on(const problem *p, judged *j, const int64_t *rows, int64_t nrows)
 {
     const shape *s = &p->s;
     nf_prenorm_gemm_fwd_args h = {0};
@@ -166,7 +170,12 @@ static void oracle(const problem *p, judged *j)
     h.eps = EPS;
     j->sample = NULL;
     j->nrows = 0;
-    if (s->M > 2 * SAMPLE_ROWS) {
+    if (rows) {
+        cr_assert(nrows > 0 && nrows <= SAMPLE_ROWS, "%lld sample rows | %s", (long long)nrows, p->what);
+        memcpy(j->rows, rows, (size_t)nrows * sizeof *rows);
+        j->nrows = nrows;
+        j->sample = j->rows;
+    } else if (s->M > 2 * SAMPLE_ROWS) {
         j->nrows = nf_oracle_sample_rows(s->M, SAMPLE_TILE, SAMPLE_ROWS, j->rows);
         j->sample = j->rows;
     }
@@ -179,6 +188,8 @@ static void oracle(const problem *p, judged *j)
     cr_assert(nf_fast_prenorm_gemm_fwd(&h, &o, &want) == 0, "oracle failed | %s", p->what);
     cr_assert(nf_budget_prenorm_gemm_fwd(&h, &o, &want, &allowed) == 0, "budget failed | %s", p->what);
 }
+
+static void oracle(const problem *p, judged *j) { oracle_on(p, j, NULL, 0); }
 
 static void free_judged(judged *j) { free(j->Y); free(j->rstd); free(j->aY); free(j->arstd); }
 
@@ -300,6 +311,52 @@ Test(prenorm_gemm, variants, .timeout = 1200)
             NF_CHECK(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, (nf_prenorm_variant)v));
             CUDA_CHECK(cudaGetLastError());
             judge(&p, &j, nf_prenorm_variant_name((nf_prenorm_variant)v), 1);
+        }
+        free_judged(&j);
+        free_problem(&p);
+    }
+    nf_context_destroy(ctx);
+}
+
+/* Shapes whose last round of tiles is nearly empty on this device: one tile
+ * past whole rounds of the one-CTA variants' persistent grid (N = 256), or
+ * a few (N = 520, three N-tiles a row panel, the last 8 columns wide), the
+ * last row panel 88 rows long, K = 264 with a tail.  Such a round is where a
+ * launcher may divide the work differently from the rest of the grid, so
+ * the sample takes every row of the last panel and the row before it, and
+ * the rows each side of a few panel boundaries before that, under every
+ * one-CTA static variant and the pick. */
+Test(prenorm_gemm, last_round, .timeout = 1200)
+{
+    static const nf_prenorm_variant variants[] = {NF_PRENORM_AUTO, NF_PRENORM_COOP_N128, NF_PRENORM_COOP_N256,
+                                                  NF_PRENORM_COOP_N256_S4};
+    enum { LAST_PANEL = 88, PANEL = 128 };
+    nf_context *ctx = context();
+    const uint64_t base = nf_test_seed(DEFAULT_SEED);
+    unsigned grid = 0;
+    int slots = 0; /* CTAs resident at once: one per SM */
+    NF_CHECK(nf_prenorm_variant_grid(ctx, 1 << 20, 264, 256, NF_PRENORM_COOP_N256, &grid, &slots));
+    cr_assert(slots > 0 && grid == (unsigned)slots, "the one-CTA grid: %u CTAs, %d resident", grid, slots);
+    const int64_t panels[] = {slots, slots / 3}; /* whole panels before the last one */
+    const int64_t widths[] = {256, 520};
+    for (int i = 0; i < 2; ++i) {
+        const shape sh = {panels[i] * PANEL + LAST_PANEL, 264, widths[i], 8, i == 0, 0.0};
+        int64_t rows[SAMPLE_ROWS], n = 0;
+        for (int64_t b = PANEL; b < sh.M - LAST_PANEL && n < SAMPLE_ROWS - LAST_PANEL - 2; b += 7 * PANEL) {
+            rows[n++] = b - 1;
+            rows[n++] = b;
+        }
+        for (int64_t r = sh.M - LAST_PANEL - 1; r < sh.M; ++r)
+            rows[n++] = r;
+        problem p;
+        make_problem(ctx, &p, &sh, nf_seed_mix(base, 500 + i), base);
+        judged j;
+        oracle_on(&p, &j, rows, n);
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; ++v) {
+            nf_prenorm_gemm_fwd_args a = device_args(&p);
+            NF_CHECK(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, variants[v]));
+            CUDA_CHECK(cudaGetLastError());
+            judge(&p, &j, nf_prenorm_variant_name(variants[v]), 1);
         }
         free_judged(&j);
         free_problem(&p);

@@ -6,7 +6,8 @@
 # the tree 1.0), coop_n256_s4 1.1 times that, cuBLASLt 0.1 ms; the real run_probe.sh runs it,
 # and a stand-in nvidia-smi first on PATH plays a GPU host (or a host without a GPU).  Checked:
 # the refusals (exit 2), no GPU (77), the runs' order (base fast slow, then slow fast base),
-# compare.txt's ratios, and a probe run that fails (exit 1, the comparison still written).
+# compare.txt's ratios, a probe run that fails (exit 1, the comparison still written) and a build
+# that fails (exit 1, its messages kept, no run).
 set -u
 command -v python3 > /dev/null || { echo "no python3 here: ab_patches_test skipped"; exit 77; }
 src="$1"
@@ -22,6 +23,7 @@ cat > "$t/fused/tools/build_probe.sh" <<'EOT'
 # stand-in: BIN prints a probe table scaled by the diff's name; LOG a ptxas line
 case "${NF_PROBE_PATCH:-}" in *fast*) f=0.9 ;; *slow*) f=1.2 ;; *) f=1.0 ;; esac
 case "${NF_PROBE_PATCH:-}" in *fails*) fail=1 ;; *) fail=0 ;; esac
+case "${NF_PROBE_PATCH:-}" in *broken*) echo "stand-in: broken.diff does not build" >&2; exit 1 ;; esac
 name="$(basename "${NF_PROBE_PATCH:-base}" .diff)"
 cat > "$1" <<EOP
 #!/bin/bash
@@ -45,7 +47,7 @@ gpu() { # $1: what the stand-in nvidia-smi prints for -L ('' for a host without 
 # a stand-in cuobjdump: two HGMMA, no spill, one UTMALDG in every build's SASS
 printf '#!/bin/sh\nprintf "HGMMA.64x256x16\\nHGMMA.64x256x16\\nUTMALDG.2D\\n"\n' > "$dir/bin/cuobjdump"
 chmod +x "$dir/bin/cuobjdump"
-for n in fast slow fails; do echo "--- a/fused/x.cu" > "$dir/$n.diff"; done
+for n in fast slow fails broken; do echo "--- a/fused/x.cu" > "$dir/$n.diff"; done
 ab() { # ARGS: ab_patches.sh's exit status in rc, its output in $dir/out
   rc=0
   (cd "$t" && PATH="$dir/bin:$PATH" NF_COMMIT=test OUT="$dir/out_dir" AB_ORDER_LOG="$dir/order" \
@@ -94,5 +96,10 @@ NF_AB_ROUNDS=1 ab fails="$dir/fails.diff"; expect_rc 1 "a probe run that fails"
 expect_out "^ab_patches: round 1, fails: exit 1$" "$dir/out" "the failed run named"
 expect_out "^run 1 \(fails_r1/probe_log.txt over base_r1/probe_log.txt\): median 1\.000 " "$dir/out_dir/compare.txt" \
   "the comparison written all the same"
+rm -rf "$dir/out_dir" "$dir/order"
+ab fast="$dir/fast.diff" broken="$dir/broken.diff"; expect_rc 1 "a build that fails"
+expect_out "^ab_patches: the broken build failed \(broken/build.txt\)$" "$dir/out" "the failed build named"
+expect_out "^stand-in: broken.diff does not build$" "$dir/out_dir/broken/build.txt" "the failed build's messages kept"
+[ ! -e "$dir/order" ] || { echo "FAIL: a probe ran after a build failed: $(tr '\n' ' ' < "$dir/order")"; status=1; }
 NF_AB_ROUNDS=0 ab fast="$dir/fast.diff"; expect_rc 2 "NF_AB_ROUNDS 0"
 exit $status

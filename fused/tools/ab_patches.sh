@@ -2,8 +2,9 @@
 # ab_patches.sh — the pre-norm probe built from the tree and from the tree with each of some diffs
 # laid over fused/, the builds timed in mirrored order, each diff's variants over the tree's.
 #   NF_PROBE_VARIANTS=2,5 fused/tools/ab_patches.sh NAME=FILE.diff [NAME=FILE.diff ...]
-# (from the repository root).  Each build is compiled once (build_probe.sh, with NF_PROBE_PATCH
-# for a diff; its ptxas report and SASS counts in NAME/build.txt), then NF_AB_ROUNDS rounds
+# (from the repository root).  Each build is compiled once, all at the same time (build_probe.sh,
+# with NF_PROBE_PATCH for a diff; its ptxas report and SASS counts in NAME/build.txt; a build
+# that fails: its messages there too, exit 1 before any run), then NF_AB_ROUNDS rounds
 # (default 2) run the probe (run_probe.sh, NF_PROBE_BIN) once per build, "base" (the tree) and
 # the NAMEs in the order given in odd rounds and reversed in even ones, into NAME_rR/.
 # compare.txt: per diff and per variant timed, scripts/probe_ratios.py V V over the base's runs
@@ -39,13 +40,26 @@ out="$(mkdir -p "${OUT:-/tmp/ab_patches}" && cd "${OUT:-/tmp/ab_patches}" && pwd
 bins="$(mktemp -d)"
 trap 'rm -rf "$bins"' EXIT
 
+# The builds run at once (one nvcc each, minutes apiece on a device's lent time), then are
+# checked in the order given.
+declare -A build_pid=()
 for name in "${names[@]}"; do
   mkdir -p "$out/$name"
   patch="${diff_of[$name]:-}"
   [ -z "$patch" ] || cp "$patch" "$out/$name/"
   report_header "$out/$name/build.txt" "${patch:+NF_PROBE_PATCH=$patch }fused/tools/build_probe.sh"
-  NF_PROBE_PATCH="$patch" fused/tools/build_probe.sh "$bins/$name" "$bins/$name.ptxas" ||
-    { cat "$bins/$name.ptxas" >> "$out/$name/build.txt"; echo "ab_patches: the $name build failed ($name/build.txt)" >&2; exit 1; }
+  NF_PROBE_PATCH="$patch" fused/tools/build_probe.sh "$bins/$name" "$bins/$name.ptxas" > "$bins/$name.out" 2>&1 &
+  build_pid[$name]=$!
+done
+for name in "${names[@]}"; do
+  if ! wait "${build_pid[$name]}"; then
+    cat "$bins/$name.out" "$bins/$name.ptxas" >> "$out/$name/build.txt" 2> /dev/null || true
+    cat "$bins/$name.out" >&2
+    echo "ab_patches: the $name build failed ($name/build.txt)" >&2
+    wait # the other builds, before their folder goes
+    exit 1
+  fi
+  cat "$bins/$name.out"
   cat "$bins/$name.ptxas" >> "$out/$name/build.txt"
   probe_sass_counts "$bins/$name" "$bins/$name.sass" | tee -a "$out/$name/build.txt"
 done

@@ -89,8 +89,11 @@
  * on the tensor cores, in these warps or in idle producer warps, the kernel
  * was slower on all but one or two shapes (medians over the grid
  * 1.11-1.64x), the mma.sync held up behind the running wgmma
- * (fused/NOTES.md v24, v25).  fused/NOTES.md v1-v25 have the history, every
- * other epilogue and tile layout tried included.
+ * (fused/NOTES.md v24, v25).  So was the kernel with the next tile's rows
+ * of A prefetched into L2 (medians 1.09-1.14x, up to 1.54x) or with the
+ * last round's tiles split along N into a second launch (~1.01x where it
+ * splits; H100, fused/NOTES.md v26, v27).  fused/NOTES.md v1-v27 have the
+ * history, every other epilogue and tile layout tried included.
  */
 #include <cuda.h>
 #include <cuda_bf16.h>

@@ -108,6 +108,7 @@
 #include "hopper/wgmma.cuh"
 #include "internal.h"
 #include "launch.h"
+#include "prenorm_trace.cuh"
 
 using namespace nf_hopper;
 
@@ -437,6 +438,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
     const int tid = threadIdx.x % kWarpgroupThreads;
     const int k_tiles = (int)((K + C::BK - 1) / C::BK);
 
+    NF_TRACE_PRENORM_ENTRY(); /* NF_TRACE_PHASES builds only (prenorm_trace.cuh) */
     if (threadIdx.x == 0) {
         s.ring.init(C::EMPTY_ARRIVALS);
         tma_prefetch_map(&tm_a);
@@ -476,16 +478,21 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
                 return sched.fetch(c);
             }
         };
+        int tiles = 0; /* this CTA's so far: the trace's tile index */
         while (next_tile(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
             auto publish = [&](float ss) {
                 publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
             };
+            NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 0);
             mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
             epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
+            NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 1);
+            ++tiles;
         }
         if (tid == 0)
             tma_store_wait_all();
+        NF_TRACE_PRENORM_EXIT(cw == 0 && tid == 0, tiles);
     }
     if (C::CLUSTER > 1)
         cluster_sync(); /* no CTA leaves while a peer may still arrive on its barriers */
@@ -566,8 +573,10 @@ nf_status launch_config(nf_context *ctx, int64_t M, int64_t N, cudaLaunchConfig_
     return NF_OK;
 }
 
+/* variant: its name, for the trace's file (NF_TRACE_PHASES builds, prenorm_trace.cuh) */
 template <class C>
-nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf16 *B, int64_t ldb)
+nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf16 *B, int64_t ldb,
+                 const char *variant)
 {
     CUtensorMap tm_a, tm_b, tm_y;
     nf_status st;
@@ -589,8 +598,13 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
                            (long long)a->M, (long long)a->N, (long long)tiles);
         NF_TRY(nf_ctx_tile_counter(ctx, &counter));
     }
+    const bool traced = nf_trace_prenorm::wanted(a->M, a->K, a->N);
+    if (traced)
+        nf_trace_prenorm::clear(cfg.stream);
     NF_CUDA_TRY(cudaLaunchKernelEx(&cfg, prenorm_gemm_fwd_kernel<C>, tm_a, tm_b, tm_y, a->M, a->N, a->K,
                                    a->eps, a->rstd, counter));
+    if (traced)
+        nf_trace_prenorm::write(cfg.stream, variant, a->M, a->K, a->N, C::BN, cfg.gridDim.x);
     return NF_OK;
 }
 
@@ -710,7 +724,7 @@ extern "C" nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf
     if (variant == NF_PRENORM_AUTO)
         variant = nf_prenorm_pick_variant(ctx, a->M, a->K, a->N);
     return with_variant(fn, variant, [&](auto tag) {
-        return launch<typename decltype(tag)::type>(ctx, a, B, ldb);
+        return launch<typename decltype(tag)::type>(ctx, a, B, ldb, nf_prenorm_variant_name(variant));
     });
 }
 

@@ -26,4 +26,4 @@ cd "$root/build-sanitize"
 ASAN_OPTIONS="protect_shadow_gap=0:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
   UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
   ctest --output-on-failure -j "${NF_JOBS:-$(nproc)}" -L 'cpu|mpfr' -LE gpu \
-  -E '^(install_consumer_test|kernel_occupancy_test|kernel_ptx_test|norm_bwd_trace_build_test|norm_fwd_trace_build_test)$'
+  -E '^(install_consumer_test|kernel_occupancy_test|kernel_ptx_test|[a-z_]+_trace_build_test)$'

@@ -92,8 +92,11 @@
  * (fused/NOTES.md v24, v25).  So was the kernel with the next tile's rows
  * of A prefetched into L2 (medians 1.09-1.14x, up to 1.54x) or with the
  * last round's tiles split along N into a second launch (~1.01x where it
- * splits; H100, fused/NOTES.md v26, v27).  fused/NOTES.md v1-v27 have the
- * history, every other epilogue and tile layout tried included.
+ * splits); split into quarters inside the launch, they gained 0.2-0.4 % at
+ * one shape and lost 1-2 % at others (H100, fused/NOTES.md v26-v28; where a
+ * launch's end goes: "Where a launch's end goes", NF_TRACE_PHASES builds,
+ * prenorm_trace.cuh).  fused/NOTES.md v1-v28 have the history, every other
+ * epilogue and tile layout tried included.
  */
 #include <cuda.h>
 #include <cuda_bf16.h>

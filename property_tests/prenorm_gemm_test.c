@@ -322,8 +322,9 @@ Test(prenorm_gemm, variants, .timeout = 1200)
  * past whole rounds of the one-CTA variants' persistent grid (N = 256), or
  * a few (N = 520, three N-tiles a row panel, the last 8 columns wide), the
  * last row panel 88 rows long, K = 264 with a tail.  Such a round is where a
- * launcher may divide the work differently from the rest of the grid, so
- * the sample takes every row of the last panel and the row before it, and
+ * launcher that divides it unlike the rest of the grid would act (fused/NOTES.md
+ * v27, v28, both timed and backed out), so the sample takes every row of the
+ * last panel and the row before it, and
  * the rows each side of a few panel boundaries before that, under every
  * one-CTA static variant and the pick. */
 Test(prenorm_gemm, last_round, .timeout = 1200)

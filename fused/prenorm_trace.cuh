@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ref/trace_clock.cuh" /* now(), sm_id(): the norms' traces' clock */
+
 namespace nf_trace_prenorm {
 
 constexpr int kCtas = 264;  /* a persistent grid: at most one CTA per SM */
@@ -30,32 +32,23 @@ constexpr int kTiles = 160; /* 524288 x 1024 in 128 x 256 tiles on 132 SMs: 125 
 /* per CTA: SM, entry, exit, tiles, then each tile's start and end (ns) */
 __device__ unsigned long long prenorm_t[kCtas][4 + 2 * kTiles];
 
-__device__ __forceinline__ unsigned long long now()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 __device__ __forceinline__ void entry()
 {
     if (threadIdx.x == 0 && blockIdx.x < kCtas) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        prenorm_t[blockIdx.x][0] = sm;
-        prenorm_t[blockIdx.x][1] = now();
+        prenorm_t[blockIdx.x][0] = nf_trace_clock::sm_id();
+        prenorm_t[blockIdx.x][1] = nf_trace_clock::now();
     }
 }
 /* point 0: tile i's mainloop starts, 1: its stores issued; by the thread for which rec holds */
 __device__ __forceinline__ void tile(bool rec, int i, int point)
 {
     if (rec && blockIdx.x < kCtas && i < kTiles)
-        prenorm_t[blockIdx.x][4 + 2 * i + point] = now();
+        prenorm_t[blockIdx.x][4 + 2 * i + point] = nf_trace_clock::now();
 }
 __device__ __forceinline__ void exit_(bool rec, int tiles)
 {
     if (rec && blockIdx.x < kCtas) {
-        prenorm_t[blockIdx.x][2] = now();
+        prenorm_t[blockIdx.x][2] = nf_trace_clock::now();
         prenorm_t[blockIdx.x][3] = (unsigned long long)tiles;
     }
 }

@@ -22,6 +22,6 @@ if [ -n "${NF_PROBE_PATCH:-}" ]; then
   fused="$tmp/fused"
 fi
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Xptxas -v "$@" \
-     -Iinclude -Isrc -I"$fused" \
+     -Iinclude -Isrc -I"$fused" -I. \
      "$fused/tools/prenorm_probe.cu" src/status.c src/context.c "$fused/prenorm_gemm_fwd.cu" \
      -lcublasLt -lcudnn -o "$bin" 2> "$log"

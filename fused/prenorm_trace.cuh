@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ref/trace_clock.cuh" /* now(), sm_id(): the norms' traces' clock */
+#include "ref/trace_clock.cuh" /* now(), sm_id(), clear_records, read_records */
 
 namespace nf_trace_prenorm {
 
@@ -63,9 +63,7 @@ inline bool wanted(int64_t M, int64_t K, int64_t N)
 
 inline void clear(cudaStream_t stream)
 {
-    void *p;
-    if (cudaGetSymbolAddress(&p, prenorm_t) == cudaSuccess)
-        cudaMemsetAsync(p, 0, sizeof prenorm_t, stream);
+    nf_trace_clock::clear_records(prenorm_t, stream);
 }
 
 /* The records of the launch just queued on `stream`, as CSV: a header line
@@ -75,7 +73,7 @@ inline void write(cudaStream_t stream, const char *variant, int64_t M, int64_t K
                   long long grid)
 {
     static unsigned long long r[kCtas][4 + 2 * kTiles];
-    if (cudaStreamSynchronize(stream) != cudaSuccess || cudaMemcpyFromSymbol(r, prenorm_t, sizeof r) != cudaSuccess) {
+    if (cudaStreamSynchronize(stream) != cudaSuccess || !nf_trace_clock::read_records(r, prenorm_t)) {
         fprintf(stderr, "nf_trace_prenorm: reading the records failed: %s\n", cudaGetErrorString(cudaGetLastError()));
         return;
     }

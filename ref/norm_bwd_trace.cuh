@@ -62,11 +62,8 @@ inline bool wanted(const nf_norm_bwd_args *a) { return nf_trace_clock::named("NF
 
 inline void clear(cudaStream_t stream)
 {
-    void *p;
-    if (cudaGetSymbolAddress(&p, row_t) == cudaSuccess)
-        cudaMemsetAsync(p, 0, sizeof row_t, stream);
-    if (cudaGetSymbolAddress(&p, sum_t) == cudaSuccess)
-        cudaMemsetAsync(p, 0, sizeof sum_t, stream);
+    nf_trace_clock::clear_records(row_t, stream);
+    nf_trace_clock::clear_records(sum_t, stream);
 }
 
 /* The records of the launch just queued on `stream`, as CSV: a header line
@@ -76,8 +73,8 @@ inline void write(cudaStream_t stream, const nf_norm_bwd_args *a, long long grid
                   long long sum_ctas)
 {
     static unsigned long long r[kRowCtas][6], s[kSumCtas][4];
-    if (cudaStreamSynchronize(stream) != cudaSuccess || cudaMemcpyFromSymbol(r, row_t, sizeof r) != cudaSuccess ||
-        cudaMemcpyFromSymbol(s, sum_t, sizeof s) != cudaSuccess) {
+    if (cudaStreamSynchronize(stream) != cudaSuccess || !nf_trace_clock::read_records(r, row_t) ||
+        !nf_trace_clock::read_records(s, sum_t)) {
         fprintf(stderr, "nf_trace: reading the records failed: %s\n", cudaGetErrorString(cudaGetLastError()));
         return;
     }

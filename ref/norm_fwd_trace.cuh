@@ -43,9 +43,7 @@ inline bool wanted(const nf_norm_fwd_args *a) { return nf_trace_clock::named("NF
 
 inline void clear(cudaStream_t stream)
 {
-    void *p;
-    if (cudaGetSymbolAddress(&p, fwd_t) == cudaSuccess)
-        cudaMemsetAsync(p, 0, sizeof fwd_t, stream);
+    nf_trace_clock::clear_records(fwd_t, stream);
 }
 
 /* The records of the launch just queued on `stream`, as CSV: a header line
@@ -54,7 +52,7 @@ inline void write(cudaStream_t stream, const nf_norm_fwd_args *a, long long grid
                   int rows_per_cta)
 {
     static unsigned long long r[kCtas][4];
-    if (cudaStreamSynchronize(stream) != cudaSuccess || cudaMemcpyFromSymbol(r, fwd_t, sizeof r) != cudaSuccess) {
+    if (cudaStreamSynchronize(stream) != cudaSuccess || !nf_trace_clock::read_records(r, fwd_t)) {
         fprintf(stderr, "nf_trace_fwd: reading the records failed: %s\n", cudaGetErrorString(cudaGetLastError()));
         return;
     }

@@ -1,12 +1,13 @@
 /*
  * trace_clock.cuh — what the norms' opt-in per-CTA traces (norm_bwd_trace.cuh,
- * norm_fwd_trace.cuh) share: a record's time and SM, and which launch a trace
- * is for.  Only with NF_TRACE_PHASES (`cmake -DNF_TRACE_PHASES=ON`).  The pre-norm
+ * norm_fwd_trace.cuh) share: a record's time and SM, the records cleared and
+ * read back, and which launch a trace is for.  Only with NF_TRACE_PHASES (`cmake -DNF_TRACE_PHASES=ON`).  The pre-norm
  * GEMM's trace (fused/prenorm_trace.cuh) uses its clock and SM as well.
  */
 #pragma once
 
 #ifdef NF_TRACE_PHASES
+#include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -23,6 +24,21 @@ __device__ __forceinline__ unsigned long long sm_id()
     unsigned sm;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     return sm;
+}
+
+/* A trace's __device__ record array zeroed on `stream`, before the launch it records. */
+template <class T>
+inline void clear_records(const T &records, cudaStream_t stream)
+{
+    void *p;
+    if (cudaGetSymbolAddress(&p, records) == cudaSuccess)
+        cudaMemsetAsync(p, 0, sizeof records, stream);
+}
+/* The records into `host` (the same type), once the launch's stream is synchronised. */
+template <class T>
+inline bool read_records(T &host, const T &records)
+{
+    return cudaMemcpyFromSymbol(&host, records, sizeof host) == cudaSuccess;
 }
 
 /* Whether the launch of row length n and size mn (M n) is the one traced into

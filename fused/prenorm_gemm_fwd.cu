@@ -489,6 +489,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
             };
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 0);
             mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
+            NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 2);
             epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 1);
             ++tiles;

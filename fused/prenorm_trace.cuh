@@ -8,8 +8,9 @@
  * kernels are the default build's.  The kernel reads %globaltimer at its entry
  * (thread 0) and, by the first consumer warpgroup's thread 0, as each tile's
  * mainloop starts (its tile known; a dynamic variant's after the claim's first
- * stage has landed), once the tile's Y stores are issued, and after its CTA's
- * last stores completed; and its SM.
+ * stage has landed), as its mainloop ends (the last wgmma done: the epilogue,
+ * with the tensor cores idle in this warpgroup, starts), once the tile's Y
+ * stores are issued, and after its CTA's last stores completed; and its SM.
  * A launch whose shape is NF_TRACE_M x NF_TRACE_K x NF_TRACE_N is traced when
  * NF_TRACE_PRENORM names a file prefix: the launcher clears the records before,
  * synchronises the stream after, and writes them to PREFIX.VARIANT.csv, so each
@@ -29,8 +30,9 @@ namespace nf_trace_prenorm {
 
 constexpr int kCtas = 264;  /* a persistent grid: at most one CTA per SM */
 constexpr int kTiles = 160; /* 524288 x 1024 in 128 x 256 tiles on 132 SMs: 125 a CTA */
-/* per CTA: SM, entry, exit, tiles, then each tile's start and end (ns) */
-__device__ unsigned long long prenorm_t[kCtas][4 + 2 * kTiles];
+constexpr int kPoints = 3;  /* a tile's start, end and mainloop end */
+/* per CTA: SM, entry, exit, tiles, then each tile's kPoints times (ns) */
+__device__ unsigned long long prenorm_t[kCtas][4 + kPoints * kTiles];
 
 __device__ __forceinline__ void entry()
 {
@@ -39,11 +41,12 @@ __device__ __forceinline__ void entry()
         prenorm_t[blockIdx.x][1] = nf_trace_clock::now();
     }
 }
-/* point 0: tile i's mainloop starts, 1: its stores issued; by the thread for which rec holds */
+/* point 0: tile i's mainloop starts, 1: its stores issued, 2: its mainloop ends;
+ * by the thread for which rec holds */
 __device__ __forceinline__ void tile(bool rec, int i, int point)
 {
     if (rec && blockIdx.x < kCtas && i < kTiles)
-        prenorm_t[blockIdx.x][4 + 2 * i + point] = nf_trace_clock::now();
+        prenorm_t[blockIdx.x][4 + kPoints * i + point] = nf_trace_clock::now();
 }
 __device__ __forceinline__ void exit_(bool rec, int tiles)
 {
@@ -68,11 +71,11 @@ inline void clear(cudaStream_t stream)
 
 /* The records of the launch just queued on `stream`, as CSV: a header line
  * naming the launch, then a "cta,CTA,SM,entry,exit,tiles" line per CTA and a
- * "tile,CTA,i,start,end" line per tile (ns of %globaltimer). */
+ * "tile,CTA,i,start,end,loop_end" line per tile (ns of %globaltimer). */
 inline void write(cudaStream_t stream, const char *variant, int64_t M, int64_t K, int64_t N, int bn,
                   long long grid)
 {
-    static unsigned long long r[kCtas][4 + 2 * kTiles];
+    static unsigned long long r[kCtas][4 + kPoints * kTiles];
     if (cudaStreamSynchronize(stream) != cudaSuccess || !nf_trace_clock::read_records(r, prenorm_t)) {
         fprintf(stderr, "nf_trace_prenorm: reading the records failed: %s\n", cudaGetErrorString(cudaGetLastError()));
         return;
@@ -89,7 +92,8 @@ inline void write(cudaStream_t stream, const char *variant, int64_t M, int64_t K
     for (long long c = 0; c < grid && c < kCtas; ++c) {
         fprintf(f, "cta,%lld,%llu,%llu,%llu,%llu\n", c, r[c][0], r[c][1], r[c][2], r[c][3]);
         for (unsigned long long i = 0; i < r[c][3] && i < (unsigned long long)kTiles; ++i)
-            fprintf(f, "tile,%lld,%llu,%llu,%llu\n", c, i, r[c][4 + 2 * i], r[c][5 + 2 * i]);
+            fprintf(f, "tile,%lld,%llu,%llu,%llu,%llu\n", c, i, r[c][4 + kPoints * i], r[c][5 + kPoints * i],
+                    r[c][6 + kPoints * i]);
     }
     fclose(f);
 }

@@ -2,12 +2,16 @@
 """prenorm_trace.py TRACE.csv [TRACE.csv ...] — where a pre-norm GEMM launch's time goes, CTA by CTA.
 
 Reads the records of a build with the trace (NF_TRACE_PHASES, fused/prenorm_trace.cuh:
-each CTA's entry, SM, exit after its last stores, and each of its tiles' start and
-stores issued) and prints one block per trace, times in us from the first CTA's entry:
+each CTA's entry, SM, exit after its last stores, and each of its tiles' start,
+stores issued and, in traces since it was recorded, mainloop end) and prints one
+block per trace, times in us from the first CTA's entry:
 - span: first entry to last exit (the kernel's own duration, free of the traced
   launch's read-back);
 - per tile, start to stores issued: a CTA's first tile (the ring filling) and the
   rest, apart (min, median, max over tiles), and each CTA's median tile;
+- where the mainloop's end is recorded, each tile's epilogue (its last wgmma done to
+  its stores issued, the tensor cores idle in that warpgroup) and the epilogues' share
+  of the tiles' time;
 - tiles per CTA, and each count's CTAs with the median of their exits;
 - the CTAs' exits (min, median, max) and the tail: from the first exit to the last,
   with how many CTAs were still running at the first;
@@ -27,13 +31,13 @@ from bwd_phases import spread, trace_lines
 
 
 def read_trace(path):
-    """(header fields, CTAs {cta: [sm, entry, exit, tiles]}, tiles {cta: [[start, end], ...]}) in ns;
-    CTAs that recorded nothing dropped."""
+    """(header fields, CTAs {cta: [sm, entry, exit, tiles]}, tiles {cta: [[start, end(, loop_end)], ...]})
+    in ns; CTAs that recorded nothing dropped."""
     head, lines = trace_lines(path, "kind,cta,sm,t0,t1,n,", ("grid", "M", "K", "N", "BN"), "pre-norm GEMM trace")
     ctas, tiles = {}, {}
     for line in lines:
         fields = line.split(",")
-        if fields[0] not in ("cta", "tile") or len(fields) != {"cta": 6, "tile": 5}[fields[0]]:
+        if fields[0] not in ("cta", "tile") or len(fields) not in {"cta": (6,), "tile": (5, 6)}[fields[0]]:
             raise ValueError("neither a cta nor a tile record: %s" % line[:60])
         rec = [int(x) for x in fields[1:]]
         if fields[0] == "cta":
@@ -56,11 +60,13 @@ def summary(ctas, tiles):
     exits = {cta: us(c[2]) for cta, c in ctas.items()}
     span = max(exits.values())
     first_exit = min(exits.values())
-    per = {cta: [us(e) - us(s) for s, e in ts] for cta, ts in tiles.items()}
+    per = {cta: [us(t[1]) - us(t[0]) for t in ts] for cta, ts in tiles.items()}
     by_count = {}
     for cta, c in ctas.items():
         by_count.setdefault(c[3], []).append(exits[cta])
     cta_med = {cta: statistics.median(v) for cta, v in per.items() if v}
+    timed = [t for ts in tiles.values() for t in ts if len(t) == 3 and t[2]]
+    epilogues = [(t[1] - t[2]) / 1e3 for t in timed]
     last = max(exits, key=exits.get)
     return {
         "span": span,
@@ -75,6 +81,8 @@ def summary(ctas, tiles):
         "sms": len({c[0] for c in ctas.values()}),
         "last": (last, ctas[last][0], ctas[last][3], cta_med.get(last)),
         "median_cta_tile": statistics.median(cta_med.values()) if cta_med else float("nan"),
+        "epilogues": epilogues,
+        "epilogue_share": sum(epilogues) / (sum(t[1] - t[0] for t in timed) / 1e3) if timed else None,
     }
 
 
@@ -101,6 +109,9 @@ def main():
             print("later tiles, start to stores        %s" % spread(s["later_tiles"]))
         if s["cta_tile_med"]:
             print("each CTA's median tile              %s" % spread(s["cta_tile_med"]))
+        if s["epilogues"]:
+            print("epilogue, last wgmma to stores      %s" % spread(s["epilogues"]))
+            print("epilogues' share of the tiles' time %8.1f %%" % (100.0 * s["epilogue_share"]))
         for count, ends in s["by_count"]:
             print("CTAs with %4d tiles: %4d, their exits' median %8.2f us" % (count, len(ends), statistics.median(ends)))
         print("exits                               %s" % spread(s["exits"]))
@@ -112,11 +123,12 @@ def main():
               % (cta, sm, n, "%.2f" % med if med is not None else "-", s["median_cta_tile"]))
         print()
     if len(done) > 1:
-        print("%-44s %8s %8s %7s %9s" % ("trace", "span", "tail", "idle%", "tile med"))
+        print("%-44s %8s %8s %7s %9s %6s" % ("trace", "span", "tail", "idle%", "tile med", "epi%"))
         for path, s in done:
             tiles = s["later_tiles"] or s["first_tiles"]
-            print("%-44s %8.2f %8.2f %7.1f %9.2f" % (path[-44:], s["span"], s["tail"], 100.0 * s["idle"],
-                                                     statistics.median(tiles) if tiles else float("nan")))
+            epi = "%6.1f" % (100.0 * s["epilogue_share"]) if s["epilogue_share"] is not None else "%6s" % "-"
+            print("%-44s %8.2f %8.2f %7.1f %9.2f %s" % (path[-44:], s["span"], s["tail"], 100.0 * s["idle"],
+                                                        statistics.median(tiles) if tiles else float("nan"), epi))
     return 0
 
 

@@ -40,6 +40,7 @@ expect "$out" 'prenorm_fwd coop_n256_s4 M=512 K=1024 N=256 \(BN 256\), 4 CTAs, 3
 expect "$out" '^span \(first entry to last exit\) +23\.00 us$' "the span"
 expect "$out" '^first tile of a CTA, to its stores +min +9\.00  med +10\.00  max +10\.00$' "the first tiles"
 expect "$out" '^later tiles, start to stores +min +6\.00  med +6\.00  max +6\.00$' "the later tiles"
+expect "$out" '^first tile over a later one +4\.00 us \(medians; 16 k-tiles of 64 a tile\)$' "the first tile's excess"
 expect "$out" "^each CTA's median tile +min +6\.00  med +7\.50  max +8\.00$" "each CTA's median tile"
 expect "$out" "^CTAs with +2 tiles: +2, their exits' median +17\.00 us$" "the CTAs with two tiles"
 expect "$out" "^CTAs with +3 tiles: +1, their exits' median +23\.00 us$" "the CTA with three"

@@ -8,7 +8,8 @@ block per trace, times in us from the first CTA's entry:
 - span: first entry to last exit (the kernel's own duration, free of the traced
   launch's read-back);
 - per tile, start to stores issued: a CTA's first tile (the ring filling) and the
-  rest, apart (min, median, max over tiles), and each CTA's median tile;
+  rest, apart (min, median, max over tiles), how much longer the first is (medians),
+  and each CTA's median tile;
 - where the mainloop's end is recorded, each tile's epilogue (its last wgmma done to
   its stores issued, the tensor cores idle in that warpgroup) and the epilogues' share
   of the tiles' time;
@@ -107,6 +108,10 @@ def main():
             print("first tile of a CTA, to its stores  %s" % spread(s["first_tiles"]))
         if s["later_tiles"]:
             print("later tiles, start to stores        %s" % spread(s["later_tiles"]))
+        if s["first_tiles"] and s["later_tiles"]:
+            print("first tile over a later one         %8.2f us (medians; %d k-tiles of 64 a tile)"
+                  % (statistics.median(s["first_tiles"]) - statistics.median(s["later_tiles"]),
+                     (int(head["K"]) + 63) // 64))
         if s["cta_tile_med"]:
             print("each CTA's median tile              %s" % spread(s["cta_tile_med"]))
         if s["epilogues"]:

@@ -39,22 +39,14 @@ chmod +x "$1"
 echo "ptxas info    : Used 168 registers, used 16 barriers" > "$2"
 EOT
 chmod +x "$t/fused/tools/build_probe.sh"
-gpu() { # $1: what the stand-in nvidia-smi prints for -L ('' for a host without a GPU)
-  printf '#!/bin/sh\ncase "$*" in *-L*) [ -n "%s" ] && echo "%s" ;; *query-gpu=name,driver*) [ -n "%s" ] && echo "NVIDIA H200, 580";; esac\nexit 0\n' \
-    "$1" "$1" "$1" > "$dir/bin/nvidia-smi"
-  chmod +x "$dir/bin/nvidia-smi"
-}
-# a stand-in cuobjdump: two HGMMA, no spill, one UTMALDG in every build's SASS
-printf '#!/bin/sh\nprintf "HGMMA.64x256x16\\nHGMMA.64x256x16\\nUTMALDG.2D\\n"\n' > "$dir/bin/cuobjdump"
-chmod +x "$dir/bin/cuobjdump"
+# shellcheck source=cmake/check_probe_tools_lib.sh
+. "$src/cmake/check_probe_tools_lib.sh" # gpu, a cuobjdump, expect_rc, expect_out
 for n in fast slow fails broken; do echo "--- a/fused/x.cu" > "$dir/$n.diff"; done
 ab() { # ARGS: ab_patches.sh's exit status in rc, its output in $dir/out
   rc=0
   (cd "$t" && PATH="$dir/bin:$PATH" NF_COMMIT=test OUT="$dir/out_dir" AB_ORDER_LOG="$dir/order" \
     fused/tools/ab_patches.sh "$@") > "$dir/out" 2>&1 || rc=$?
 }
-expect_rc() { [ "$rc" = "$1" ] || { echo "FAIL: $2: exit $rc, not $1"; cat "$dir/out"; status=1; }; }
-expect_out() { grep -qE "$1" "$2" || { echo "FAIL: $3: no line matches '$1' in $2:"; cat "$2"; status=1; }; }
 
 gpu "GPU 0: NVIDIA H200"
 export NF_PROBE_VARIANTS=2,5

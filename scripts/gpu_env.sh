@@ -121,6 +121,52 @@ ab_checks() {
   return $status
 }
 
+# patch_arg TOOL ARG: one NAME=FILE.diff argument of the tools that build the probe with
+# diffs (ab_patches.sh, trace_shapes.sh), checked (NAME of lower-case letters, digits and _,
+# not 'base', not given before; FILE readable) and added to the caller's arrays `names`
+# (indexed) and `diff_of` (associative: NAME -> FILE's absolute path); else a message naming
+# TOOL, status 2.
+patch_arg() {
+  local tool="$1" arg="$2" name file
+  name="${arg%%=*}" file="${arg#*=}"
+  [[ "$arg" == *=* && "$name" =~ ^[a-z][a-z0-9_]*$ && "$name" != base ]] ||
+    { echo "$tool: '$arg' is not NAME=FILE.diff (NAME lower-case letters, digits, _; not 'base')" >&2; return 2; }
+  [ -z "${diff_of[$name]:-}" ] || { echo "$tool: the name '$name' is given twice" >&2; return 2; }
+  [ -r "$file" ] || { echo "$tool: $name: no readable diff '$file'" >&2; return 2; }
+  diff_of[$name]="$(cd "$(dirname "$file")" && pwd)/$(basename "$file")"
+  names+=("$name")
+}
+
+# probe_builds TOOL OUT BINS [NVCC ARGS...]: the probe built once per name of the caller's
+# `names` (with the diff `diff_of[NAME]` laid over fused/, none for "base"), all at once
+# (build_probe.sh BINS/NAME BINS/NAME.ptxas ARGS), each diff copied to OUT/NAME/, the ptxas
+# report and the SASS counts in OUT/NAME/build.txt.  A build that fails: its messages there
+# and on stderr, a line naming it, status 1, once the others are done.
+probe_builds() {
+  local tool="$1" out="$2" bins="$3" name patch
+  shift 3
+  local -A pid=()
+  for name in "${names[@]}"; do
+    mkdir -p "$out/$name"
+    patch="${diff_of[$name]:-}"
+    [ -z "$patch" ] || cp "$patch" "$out/$name/"
+    report_header "$out/$name/build.txt" "${patch:+NF_PROBE_PATCH=$patch }fused/tools/build_probe.sh BIN LOG${*:+ $*}"
+    NF_PROBE_PATCH="$patch" fused/tools/build_probe.sh "$bins/$name" "$bins/$name.ptxas" "$@" > "$bins/$name.out" 2>&1 &
+    pid[$name]=$!
+  done
+  for name in "${names[@]}"; do
+    if ! wait "${pid[$name]}"; then
+      cat "$bins/$name.out" "$bins/$name.ptxas" >> "$out/$name/build.txt" 2> /dev/null || true
+      cat "$bins/$name.out" >&2
+      echo "$tool: the $name build failed ($name/build.txt)" >&2
+      wait # the other builds, before the caller's folder goes
+      return 1
+    fi
+    cat "$bins/$name.out" "$bins/$name.ptxas" >> "$out/$name/build.txt"
+    probe_sass_counts "$bins/$name" "$bins/$name.sass" | tee -a "$out/$name/build.txt"
+  done
+}
+
 # ab_rounds NAME DEFAULT: the A/B scripts' round count, NF_AB_ROUNDS (else
 # DEFAULT), on stdout; not a positive integer: a message naming NAME, status 2.
 ab_rounds() {

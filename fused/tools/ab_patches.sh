@@ -22,19 +22,11 @@ variants="${NF_PROBE_VARIANTS:-}"
 [[ "$variants" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
   { echo "ab_patches: NF_PROBE_VARIANTS: '$variants' is not a list of variant numbers such as 2,5" >&2; exit 2; }
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, ab_rounds, ab_round_order, probe_sass_counts
+. scripts/gpu_env.sh # report_header, patch_arg, probe_builds, ab_rounds, ab_round_order
 rounds="$(ab_rounds ab_patches 2)" || exit 2
 declare -A diff_of=()
 names=(base)
-for arg in "$@"; do
-  name="${arg%%=*}" file="${arg#*=}"
-  [[ "$arg" == *=* && "$name" =~ ^[a-z][a-z0-9_]*$ && "$name" != base ]] ||
-    { echo "ab_patches: '$arg' is not NAME=FILE.diff (NAME lower-case letters, digits, _; not 'base')" >&2; exit 2; }
-  [ -z "${diff_of[$name]:-}" ] || { echo "ab_patches: the name '$name' is given twice" >&2; exit 2; }
-  [ -r "$file" ] || { echo "ab_patches: $name: no readable diff '$file'" >&2; exit 2; }
-  diff_of[$name]="$(cd "$(dirname "$file")" && pwd)/$(basename "$file")"
-  names+=("$name")
-done
+for arg in "$@"; do patch_arg ab_patches "$arg" || exit 2; done
 [ -n "$(nvidia-smi -L 2>/dev/null || true)" ] || { echo "ab_patches: no GPU visible, nothing built or timed" >&2; exit 77; }
 out="$(mkdir -p "${OUT:-/tmp/ab_patches}" && cd "${OUT:-/tmp/ab_patches}" && pwd)"
 bins="$(mktemp -d)"
@@ -42,27 +34,7 @@ trap 'rm -rf "$bins"' EXIT
 
 # The builds run at once (one nvcc each, minutes apiece on a device's lent time), then are
 # checked in the order given.
-declare -A build_pid=()
-for name in "${names[@]}"; do
-  mkdir -p "$out/$name"
-  patch="${diff_of[$name]:-}"
-  [ -z "$patch" ] || cp "$patch" "$out/$name/"
-  report_header "$out/$name/build.txt" "${patch:+NF_PROBE_PATCH=$patch }fused/tools/build_probe.sh"
-  NF_PROBE_PATCH="$patch" fused/tools/build_probe.sh "$bins/$name" "$bins/$name.ptxas" > "$bins/$name.out" 2>&1 &
-  build_pid[$name]=$!
-done
-for name in "${names[@]}"; do
-  if ! wait "${build_pid[$name]}"; then
-    cat "$bins/$name.out" "$bins/$name.ptxas" >> "$out/$name/build.txt" 2> /dev/null || true
-    cat "$bins/$name.out" >&2
-    echo "ab_patches: the $name build failed ($name/build.txt)" >&2
-    wait # the other builds, before their folder goes
-    exit 1
-  fi
-  cat "$bins/$name.out"
-  cat "$bins/$name.ptxas" >> "$out/$name/build.txt"
-  probe_sass_counts "$bins/$name" "$bins/$name.sass" | tee -a "$out/$name/build.txt"
-done
+probe_builds ab_patches "$out" "$bins" || exit 1
 
 status=0
 for ((r = 1; r <= rounds; r++)); do

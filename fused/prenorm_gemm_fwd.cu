@@ -95,8 +95,13 @@
  * splits); split into quarters inside the launch, they gained 0.2-0.4 % at
  * one shape and lost 1-2 % at others (H100, fused/NOTES.md v26-v28; where a
  * launch's end goes: "Where a launch's end goes", NF_TRACE_PHASES builds,
- * prenorm_trace.cuh).  fused/NOTES.md v1-v28 have the history, every other
- * epilogue and tile layout tried included.
+ * prenorm_trace.cuh).  The same trace reads the epilogue: 0.7 us a tile for
+ * coop_n256's whole-tile Y, 1.3-2.3 us for coop_n256_s4's 2-slot ring, whose
+ * boxes 2 and 3 wait for the stores of boxes 0 and 1 to read their slots
+ * (10-15 % of a tile; H100, fused/NOTES.md "The epilogue's share of a tile");
+ * v29, each tile's k-tiles from a different first one, was 1.5-3 % slower.
+ * fused/NOTES.md v1-v30 have the history, every other epilogue and tile
+ * layout tried included.
  */
 #include <cuda.h>
 #include <cuda_bf16.h>

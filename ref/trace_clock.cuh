@@ -1,8 +1,8 @@
 /*
- * trace_clock.cuh — what the norms' opt-in per-CTA traces (norm_bwd_trace.cuh,
- * norm_fwd_trace.cuh) share: a record's time and SM, the records cleared and
- * read back, and which launch a trace is for.  Only with NF_TRACE_PHASES (`cmake -DNF_TRACE_PHASES=ON`).  The pre-norm
- * GEMM's trace (fused/prenorm_trace.cuh) uses its clock and SM as well.
+ * trace_clock.cuh — what the opt-in per-CTA traces (norm_bwd_trace.cuh,
+ * norm_fwd_trace.cuh, fused/prenorm_trace.cuh) share: a record's time and SM,
+ * the records cleared and read back, and which norm launch a trace is for.
+ * Only with NF_TRACE_PHASES (`cmake -DNF_TRACE_PHASES=ON`).
  */
 #pragma once
 

@@ -5,7 +5,8 @@
 # Sets: root, build, cmake_args (the offline prefix when .gpu-deps is used),
 # PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND,
 # ab_checks LOG LABEL CLI [VAR=VALUE], ab_rounds, ab_round_order,
-# ab_compare DIR ROUNDS ..., ncu_path, ncu_known_metrics, probe_sass_counts and
+# ab_compare DIR ROUNDS ..., ncu_path, ncu_known_metrics, probe_sass_counts, the probe
+# tools' probe_variants, probe_gpu, patch_arg and probe_builds, and
 # clock_log_start FILE / clock_log_stop.
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
@@ -119,6 +120,22 @@ ab_checks() {
     fi
   done
   return $status
+}
+
+# probe_variants TOOL: NF_PROBE_VARIANTS on stdout, the variants a tool that builds the probe
+# times or traces (nf_prenorm_variant values, e.g. 2,5); unset or not such a list: a message
+# naming TOOL, status 2.
+probe_variants() {
+  [[ "${NF_PROBE_VARIANTS:-}" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || {
+    echo "$1: NF_PROBE_VARIANTS: '${NF_PROBE_VARIANTS:-}' is not a list of variant numbers such as 2,5" >&2
+    return 2
+  }
+  echo "$NF_PROBE_VARIANTS"
+}
+
+# probe_gpu TOOL: status 0 where nvidia-smi lists a GPU; else a message naming TOOL, status 77.
+probe_gpu() {
+  [ -n "$(nvidia-smi -L 2> /dev/null || true)" ] || { echo "$1: no GPU visible, nothing built or run" >&2; return 77; }
 }
 
 # patch_arg TOOL ARG: one NAME=FILE.diff argument of the tools that build the probe with

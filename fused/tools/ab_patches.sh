@@ -18,16 +18,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; } # the comment at the top
 [ $# -ge 1 ] || usage
-variants="${NF_PROBE_VARIANTS:-}"
-[[ "$variants" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
-  { echo "ab_patches: NF_PROBE_VARIANTS: '$variants' is not a list of variant numbers such as 2,5" >&2; exit 2; }
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, patch_arg, probe_builds, ab_rounds, ab_round_order
+. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu, patch_arg, probe_builds, ab_rounds, ab_round_order
+variants="$(probe_variants ab_patches)" || exit 2
 rounds="$(ab_rounds ab_patches 2)" || exit 2
 declare -A diff_of=()
 names=(base)
 for arg in "$@"; do patch_arg ab_patches "$arg" || exit 2; done
-[ -n "$(nvidia-smi -L 2>/dev/null || true)" ] || { echo "ab_patches: no GPU visible, nothing built or timed" >&2; exit 77; }
+probe_gpu ab_patches || exit 77
 out="$(mkdir -p "${OUT:-/tmp/ab_patches}" && cd "${OUT:-/tmp/ab_patches}" && pwd)"
 bins="$(mktemp -d)"
 trap 'rm -rf "$bins"' EXIT

@@ -15,11 +15,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; } # the comment at the top
-variants="${NF_PROBE_VARIANTS:-}"
-[[ "$variants" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
-  { echo "trace_shapes: NF_PROBE_VARIANTS: '$variants' is not a list of variant numbers such as 2,5" >&2; exit 2; }
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, patch_arg, probe_builds
+. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu, patch_arg, probe_builds
+variants="$(probe_variants trace_shapes)" || exit 2
 declare -A diff_of=()
 names=(base)
 shapes=()
@@ -33,7 +31,7 @@ for arg in "$@"; do
   fi
 done
 [ ${#shapes[@]} -ge 1 ] || usage
-[ -n "$(nvidia-smi -L 2>/dev/null || true)" ] || { echo "trace_shapes: no GPU visible, nothing built or traced" >&2; exit 77; }
+probe_gpu trace_shapes || exit 77
 out="$(mkdir -p "${OUT:-/tmp/trace_shapes}" && cd "${OUT:-/tmp/trace_shapes}" && pwd)"
 bins="$(mktemp -d)"
 trap 'rm -rf "$bins"' EXIT

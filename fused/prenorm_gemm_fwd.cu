@@ -100,10 +100,11 @@
  * boxes 2 and 3 wait for the stores of boxes 0 and 1 to read their slots
  * (10-15 % of a tile; H100, fused/NOTES.md "The epilogue's share of a tile");
  * v29, each tile's k-tiles from a different first one, was 1.5-3 % slower;
- * v30, the last stage released after the first Y stores, up to 3.5 % slower.
- * v31 (boxes 2 and 3 in the held last stage) cuts the ring's epilogue to
- * ~1.0 us, but on the H100 the mainloop takes it back: DRAM sets the tile
- * period at these shapes there; it waits for an H200 (fused/experiments/).
+ * v30, the last stage released after the first Y stores, 3.5 % slower
+ * (coop_n256's median).  v31 (boxes 2 and 3 in the held last stage) cuts the
+ * ring's epilogue to ~1.0 us, but on the H100 the mainloop takes it back at
+ * the N = 256 misses, where DRAM sets the tile period; it waits for an H200
+ * (fused/experiments/).
  * fused/NOTES.md v1-v31 have the history, every other epilogue and tile
  * layout tried included.
  */

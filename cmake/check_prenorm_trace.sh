@@ -8,7 +8,7 @@
 # last out is CTA 0 with the one third tile.  A second trace is the same with CTA
 # 0's last tile 2 us slower.  Those two are of the first format, with no mainloop
 # end; a third is the first with it, every tile's epilogue 1 us but CTA 1's first,
-# 3 us: 9 us of the tiles' 53 (17.0 %).  Then files that are no such trace, each
+# 3 us: 9 us of the tiles' 53 (17.0 %), the mainloops 9, 5, 5, 6, 5, 9, 5 us.  Then files that are no such trace, each
 # named with what is wrong.
 set -eu
 # shellcheck source=cmake/check_lib.sh
@@ -52,11 +52,12 @@ gzip -c "$dir/a.csv" > "$dir/a.csv.gz"
 run_script "$dir/a.csv.gz"
 expect "$out" '^span \(first entry to last exit\) +23\.00 us$' "a gzipped trace"
 run_script "$dir/a.csv" "$dir/b.csv"
-if printf '%s\n' "$out" | grep -q '^epilogue'; then
-  echo "FAIL: a trace with no mainloop end printed an epilogue"; status=1
+if printf '%s\n' "$out" | grep -qE '^(epilogue|mainloop)'; then
+  echo "FAIL: a trace with no mainloop end printed a mainloop or an epilogue"; status=1
 fi
 expect "$out" 'b\.csv +25\.00 +9\.00 +21\.3 +6\.00 +-$' "several traces side by side"
 run_script "$dir/c.csv" "$dir/a.csv"
+expect "$out" '^mainloop, start to last wgmma +min +5\.00  med +5\.00  max +9\.00$' "the mainloops"
 expect "$out" '^epilogue, last wgmma to stores +min +1\.00  med +1\.00  max +3\.00$' "the epilogues"
 expect "$out" "^epilogues' share of the tiles' time +17\.0 %$" "the epilogues' share"
 expect "$out" 'c\.csv +23\.00 +7\.00 +17\.4 +6\.00 +17\.0$' "the epilogues' share side by side"

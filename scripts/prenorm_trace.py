@@ -10,9 +10,9 @@ block per trace, times in us from the first CTA's entry:
 - per tile, start to stores issued: a CTA's first tile (the ring filling) and the
   rest, apart (min, median, max over tiles), how much longer the first is (medians),
   and each CTA's median tile;
-- where the mainloop's end is recorded, each tile's epilogue (its last wgmma done to
-  its stores issued, the tensor cores idle in that warpgroup) and the epilogues' share
-  of the tiles' time;
+- where the mainloop's end is recorded, each tile's mainloop (start to its last wgmma
+  done) and epilogue (that to its stores issued, the tensor cores idle in that
+  warpgroup), and the epilogues' share of the tiles' time;
 - tiles per CTA, and each count's CTAs with the median of their exits;
 - the CTAs' exits (min, median, max) and the tail: from the first exit to the last,
   with how many CTAs were still running at the first;
@@ -67,6 +67,7 @@ def summary(ctas, tiles):
         by_count.setdefault(c[3], []).append(exits[cta])
     cta_med = {cta: statistics.median(v) for cta, v in per.items() if v}
     timed = [t for ts in tiles.values() for t in ts if len(t) == 3 and t[2]]
+    mainloops = [(t[2] - t[0]) / 1e3 for t in timed]
     epilogues = [(t[1] - t[2]) / 1e3 for t in timed]
     last = max(exits, key=exits.get)
     return {
@@ -82,6 +83,7 @@ def summary(ctas, tiles):
         "sms": len({c[0] for c in ctas.values()}),
         "last": (last, ctas[last][0], ctas[last][3], cta_med.get(last)),
         "median_cta_tile": statistics.median(cta_med.values()) if cta_med else float("nan"),
+        "mainloops": mainloops,
         "epilogues": epilogues,
         "epilogue_share": sum(epilogues) / (sum(t[1] - t[0] for t in timed) / 1e3) if timed else None,
     }
@@ -115,6 +117,7 @@ def main():
         if s["cta_tile_med"]:
             print("each CTA's median tile              %s" % spread(s["cta_tile_med"]))
         if s["epilogues"]:
+            print("mainloop, start to last wgmma       %s" % spread(s["mainloops"]))
             print("epilogue, last wgmma to stores      %s" % spread(s["epilogues"]))
             print("epilogues' share of the tiles' time %8.1f %%" % (100.0 * s["epilogue_share"]))
         for count, ends in s["by_count"]:

@@ -10,9 +10,10 @@
 #      downloads the .deb files into .gpu-deps/debs (git-ignored).
 #   2. Copy the tree, .gpu-deps included, to the GPU host; there:
 #        scripts/prepare_offline_gpu_host.sh unpack
-#      unpacks them with `dpkg -x` into .gpu-deps/prefix and prints the
-#      CMake arguments and LD_LIBRARY_PATH to use.  scripts/gpu_suite.sh does
-#      this for you and then builds and runs the GPU suite.
+#      unpacks them with `dpkg -x` into .gpu-deps/prefix (again only when the
+#      .deb files change) and prints the CMake arguments and LD_LIBRARY_PATH to
+#      use.  scripts/gpu_suite.sh does this for you and then builds and runs the
+#      GPU suite.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 deps="$root/.gpu-deps"
@@ -30,11 +31,25 @@ fetch)
   ;;
 unpack)
   ls "$deps"/debs/*.deb >/dev/null 2>&1 || { echo "no .deb files in $deps/debs: run '$0 fetch' on a networked Debian 12 machine first" >&2; exit 1; }
-  rm -rf "$deps/prefix"
-  mkdir -p "$deps/prefix"
-  for f in "$deps"/debs/*.deb; do dpkg -x "$f" "$deps/prefix"; done
+  # Every script that sources gpu_env.sh asks for this, the tests among them, several at
+  # once: one unpacks while the others wait, and once the prefix holds these very .deb
+  # files (the stamp: their names, sizes and times) it is left alone.  Unpacking afresh
+  # each time, concurrent callers once removed the prefix under each other and under
+  # the test binaries loading their libraries from it.
+  exec 9> "$deps/.unpack.lock"
+  flock 9
+  stamp="$deps/prefix/.unpacked-from"
+  want="$(cd "$deps/debs" && stat -c '%n %s %Y' ./*.deb)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "already unpacked into $deps/prefix"
+  else
+    rm -rf "$deps/prefix"
+    mkdir -p "$deps/prefix"
+    for f in "$deps"/debs/*.deb; do dpkg -x "$f" "$deps/prefix"; done
+    printf '%s\n' "$want" > "$stamp"
+    echo "unpacked into $deps/prefix"
+  fi
   lib="$deps/prefix/usr/lib/x86_64-linux-gnu"
-  echo "unpacked into $deps/prefix"
   echo "cmake: -DCMAKE_PREFIX_PATH=$deps/prefix/usr"
   echo "run:   export LD_LIBRARY_PATH=$lib:\${LD_LIBRARY_PATH:-}"
   ;;

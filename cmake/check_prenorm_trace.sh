@@ -8,8 +8,8 @@
 # last out is CTA 0 with the one third tile.  A second trace is the same with CTA
 # 0's last tile 2 us slower.  Those two are of the first format, with no mainloop
 # end; a third is the first with it, every tile's epilogue 1 us but CTA 1's first,
-# 3 us: 9 us of the tiles' 53 (17.0 %), the mainloops 9, 5, 5, 6, 5, 9, 5 us.  Then files that are no such trace, each
-# named with what is wrong.
+# 3 us: 9 us of the tiles' 53 (17.0 %), the mainloops 9, 5, 5, 6, 5, 9, 5 us.  Then
+# files that are no such trace, each named with what is wrong.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch

@@ -127,12 +127,14 @@ using namespace nf_hopper;
 
 namespace {
 
-/* Warpgroup roles, in threadIdx.x order. */
-enum role { PRODUCER = 0, CONSUMER0 = 1, CONSUMER1 = 2, ROLE_COUNT = 3 };
-/* Named barriers (0 is __syncthreads): one per consumer warpgroup's epilogue. */
-enum named_barrier { BAR_EPILOGUE0 = 1, BAR_EPILOGUE1 = 2 };
+/* Warpgroup roles, in threadIdx.x order: a producer warpgroup, then the
+ * consumers; without a producer warpgroup (config::PRODUCER_WG false) every
+ * warpgroup is a consumer, warpgroup cw consumer cw. */
+enum role { PRODUCER = 0, CONSUMER0 = 1 };
+/* Named barriers (0 is __syncthreads): one per consumer warpgroup's epilogue,
+ * BAR_EPILOGUE0 + cw. */
+enum named_barrier { BAR_EPILOGUE0 = 1 };
 
-constexpr int kConsumers = ROLE_COUNT - 1;
 constexpr int kWarpsPerWarpgroup = kWarpgroupThreads / 32;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 constexpr int kGroupM = 8;            /* tile-rows per rasterisation group */
@@ -141,13 +143,20 @@ constexpr int kChunkBytes = 16;       /* one swizzle chunk = 8 bf16 */
 constexpr int kSmemAlign = kSwizzleAtomBytes;
 constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
 
-/* Consumer cw owns rows 64cw..64cw+63 of every 128-row tile.  CLUSTER = 2:
- * two CTAs of a cluster take vertically adjacent tiles of the same N-tile;
- * each loads half of the Wg boxes of a stage and multicasts them to both, so
- * Wg crosses L2 -> SM once per 256 rows instead of once per 128. */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false>
-struct config {
-    static constexpr int BM = kConsumers * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
+/* Consumer cw owns rows 64cw..64cw+63 of every tile (BM = 64 x CONSUMERS
+ * rows).  CLUSTER = 2: two CTAs of a cluster take vertically adjacent tiles
+ * of the same N-tile; each loads half of the Wg boxes of a stage and
+ * multicasts them to both, so Wg crosses L2 -> SM once per 256 rows instead
+ * of once per 128.  PRODUCER_WG false: no producer warpgroup; thread 0 of
+ * consumer 0 issues the loads as its warpgroup releases each stage (the
+ * loader below), which is what lets three consumers (192-row tiles) run in
+ * 384 threads, the most whose 168-register cap still holds an m64n256k16
+ * wgmma's 128 accumulators (fused/NOTES.md, "Considered after v25"). */
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_, bool DYNAMIC_, int CONSUMERS_, bool PRODUCER_WG_>
+struct tile_config {
+    static constexpr int CONSUMERS = CONSUMERS_;
+    static constexpr bool PRODUCER_WG = PRODUCER_WG_;
+    static constexpr int BM = CONSUMERS * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
     /* tiles claimed from a global counter (scheduler.cuh), not walked in a
      * fixed stride; the producer tells the consumers each tile through s.tile */
@@ -156,10 +165,10 @@ struct config {
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
     /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
-    static constexpr int EMPTY_ARRIVALS = kConsumers * kWarpsPerWarpgroup * CLUSTER;
-    static constexpr int THREADS = ROLE_COUNT * kWarpgroupThreads;
+    static constexpr int EMPTY_ARRIVALS = CONSUMERS * kWarpsPerWarpgroup * CLUSTER;
+    static constexpr int THREADS = (CONSUMERS + (PRODUCER_WG ? 1 : 0)) * kWarpgroupThreads;
     static constexpr int ACC = BN / 2;                       /* fp32 accumulators / thread */
-    static constexpr int A_BYTES = BM * BK * kBf16;          /* 16 KB */
+    static constexpr int A_BYTES = BM * BK * kBf16;          /* 16 KB (24 KB: 3 consumers) */
     static constexpr int B_BOXES = BN / kSwizzleCols;        /* 64-wide column blocks */
     static constexpr int B_BOX_BYTES = BK * kSwizzleCols * kBf16; /* 8 KB */
     static constexpr int STAGE_BYTES = A_BYTES + B_BOXES * B_BOX_BYTES;
@@ -169,17 +178,36 @@ struct config {
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
     static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
     static_assert(!DYNAMIC || CLUSTER == 1, "dynamic tiles are claimed per CTA");
+    static_assert(THREADS <= 384, "over 384 threads the register cap falls under an m64n256k16's needs");
+    static_assert(PRODUCER_WG || (CLUSTER == 1 && !DYNAMIC), "the loader serves one CTA's static tiles");
+};
+
+/* The two-consumer kernels with a producer warpgroup, and the producer-less
+ * three-consumer ones: two names, so that the first keep their symbols (the
+ * resource table of kernel_occupancy_test, the reports' SASS). */
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false>
+struct config : tile_config<BN_, STAGES_, CLUSTER_, Y_SLOTS_, DYNAMIC_, 2, true> {};
+template <int BN_, int STAGES_, int Y_SLOTS_>
+struct config3 : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 3, false> {};
+
+/* The loader's position: the tile and k-tile it loads next, that tile's
+ * origin, and the stage it goes to. */
+struct loader_state {
+    int64_t tile;
+    int32_t m0, n0, kt;
+    uint32_t stage, phase;
 };
 
 template <class C>
 struct shared_storage {
     alignas(kSmemAlign) uint8_t a[C::STAGES][C::A_BYTES];
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
-    alignas(kSmemAlign) uint8_t y[kConsumers][C::Y_SLOTS][C::Y_BOX_BYTES];
+    alignas(kSmemAlign) uint8_t y[C::CONSUMERS][C::Y_SLOTS][C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
     float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
     /* DYNAMIC: the tile whose first k-tile a stage holds (-1: no more tiles) */
     int64_t tile[C::DYNAMIC ? C::STAGES : 1];
+    loader_state load; /* PRODUCER_WG false: the loader's position */
 };
 
 template <class C>
@@ -262,6 +290,83 @@ __device__ __forceinline__ void produce_dynamic(shared_storage<C> &s, const CUte
     counter_done(counter);
 }
 
+/* PRODUCER_WG false: the loads of `produce`, issued from a consumer warp.
+ * It walks the same tiles as the consumers, one load per release: STAGES
+ * loads before the first k-tile, then one each time its warpgroup has
+ * released a stage (refill), into that stage once every consumer warp has
+ * released it too.  So a k-tile's load is issued two k-tiles before it is
+ * used (with 3 stages), across tile boundaries as well: the next tile's first
+ * stages load under this tile's last k-tiles and epilogue.
+ *
+ * The whole first warp of consumer 0 runs it, and one elected lane's
+ * predicated instructions issue the loads: a branch on one thread inside the
+ * mainloop made the compiler take the loop for divergent and move the wgmma
+ * descriptors out of the uniform datapath (v22), ~40 instructions a k-tile.
+ * For the same reason the position, kept in shared memory (at) rather than
+ * in registers the mainloop would hold in every thread, is read through
+ * lane 0's shuffles: the compiler then knows every lane holds the same. */
+template <class C>
+struct loader {
+    loader_state &at;
+    const tile_scheduler &sched; /* the consumers': the loader walks the same tiles */
+    const CUtensorMap *tm_a, *tm_b;
+    int k_tiles;
+
+    /* The first tile, before the consumers' first fetch. */
+    __device__ __forceinline__ void start() const
+    {
+        loader_state ls;
+        ls.tile = sched.next;
+        ls.kt = 0;
+        ls.stage = 0;
+        ls.phase = 0;
+        locate(ls);
+        at = ls;
+    }
+    __device__ __forceinline__ void locate(loader_state &ls) const
+    {
+        if (ls.tile < sched.total) {
+            tile_coord t;
+            sched.decode32(ls.tile, t); /* the launcher bounds the tiles */
+            ls.m0 = (int32_t)(t.m_tile * C::BM);
+            ls.n0 = (int32_t)(t.n_tile * C::BN);
+        }
+    }
+    /* Load the next k-tile of the sequence, if any, once its stage is free. */
+    __device__ __forceinline__ void issue(shared_storage<C> &s) const
+    {
+        constexpr unsigned kAll = 0xffffffffu;
+        loader_state ls = at;
+        ls.tile = __shfl_sync(kAll, ls.tile, 0);
+        if (ls.tile >= sched.total)
+            return;
+        ls.m0 = __shfl_sync(kAll, ls.m0, 0);
+        ls.n0 = __shfl_sync(kAll, ls.n0, 0);
+        ls.kt = __shfl_sync(kAll, ls.kt, 0);
+        ring_pos<C::STAGES> p;
+        p.stage = __shfl_sync(kAll, ls.stage, 0);
+        p.phase = __shfl_sync(kAll, ls.phase, 0);
+        s.ring.producer_acquire(p);
+        const uint32_t one = elect_one_sync();
+        uint64_t *full = &s.ring.full[p.stage];
+        mbar_arrive_expect_tx_if(one, full, C::STAGE_BYTES);
+        tma_load_2d_if(one, s.a[p.stage], tm_a, full, ls.kt * C::BK, ls.m0);
+#pragma unroll
+        for (int bx = 0; bx < C::B_BOXES; ++bx)
+            tma_load_2d_if(one, s.b[p.stage][bx], tm_b, full, ls.n0 + bx * kSwizzleCols, ls.kt * C::BK);
+        p.advance();
+        ls.stage = p.stage;
+        ls.phase = p.phase;
+        if (++ls.kt == k_tiles) {
+            ls.kt = 0;
+            ls.tile += sched.stride;
+            locate(ls);
+        }
+        __syncwarp();
+        at = ls; /* every lane the same values */
+    }
+};
+
 /* ---- consumer stages ------------------------------------------------------------- */
 
 /* ss += sum of x^2 over this thread's half of a row of an A stage (128 bytes,
@@ -316,10 +421,10 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
  * start address, a whole number of 16-byte units in the descriptor's low
  * field (shared memory ends below 256 KB, so the 14-bit field never carries),
  * so each wgmma's descriptors are one add from the stage-0 ones. */
-template <class C, class SumsDone>
+template <class C, class SumsDone, class Refill>
 __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
                                          float (&acc)[C::ACC], int cw, int tid, int k_tiles,
-                                         SumsDone &&sums_done)
+                                         SumsDone &&sums_done, Refill &&refill)
 {
     static_assert(smem_bytes<C>() + 1024 <= (0x3FFFu + 1) * 16,
                   "descriptor start addresses (14 bits of 16-byte units) must not carry: "
@@ -343,8 +448,10 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
             wgmma_bmn<C::BN>(acc, da + kk * kAK16, db + kk * kBK16, (kt | kk) != 0);
         wgmma_commit();
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
-        if (kt > 0)
+        if (kt > 0) {
             release_stage<C>(s.ring, prev);
+            refill(); /* PRODUCER_WG false: the loader's next load */
+        }
         /* then this stage's sum of squares, overlapping the wgmma just issued */
         ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss);
         prev = p;
@@ -354,6 +461,7 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
     wgmma_wait<0>();
     wgmma_fence_regs(acc);
     release_stage<C>(s.ring, prev);
+    refill();
 }
 
 /* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
@@ -382,7 +490,9 @@ template <class C>
 __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], int cw, int tid,
                                          int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y)
 {
-    const uint32_t bar = cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE1;
+    /* BAR_EPILOGUE0 + cw; with two consumers spelled as the select it was,
+     * which keeps those kernels' machine code (the add compiles otherwise) */
+    const uint32_t bar = C::CONSUMERS == 2 ? (cw == 0 ? BAR_EPILOGUE0 : BAR_EPILOGUE0 + 1) : BAR_EPILOGUE0 + cw;
     /* Box bx goes to slot bx % Y_SLOTS.  With a slot per box, the previous
      * tile's stores (one group) must have read their slots before box 0, and
      * the tile leaves as one group; with a ring, box bx waits only for the
@@ -463,7 +573,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
     else
         __syncthreads();
 
-    if (wg == PRODUCER) {
+    if (C::PRODUCER_WG && wg == PRODUCER) {
         setmaxnreg_dec<kProducerRegs>();
         if (tid == 0) {
             if (C::DYNAMIC)
@@ -472,9 +582,25 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
                 produce<C>(s, &tm_a, &tm_b, M, N, k_tiles);
         }
     } else {
-        setmaxnreg_inc<kConsumerRegs>();
-        const int cw = wg - CONSUMER0;
+        if (C::PRODUCER_WG)
+            setmaxnreg_inc<kConsumerRegs>();
+        const int cw = C::PRODUCER_WG ? wg - CONSUMER0 : wg;
         tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
+        /* PRODUCER_WG false: this warpgroup's first warp is the loader (the
+         * warp index broadcast, as wg, so the branch is known warp-uniform) */
+        const bool loads = !C::PRODUCER_WG && cw == 0 && __shfl_sync(0xffffffffu, tid / 32, 0) == 0;
+        const loader<C> ld{s.load, sched, &tm_a, &tm_b, k_tiles};
+        auto refill = [&] {
+            if constexpr (!C::PRODUCER_WG)
+                if (loads)
+                    ld.issue(s);
+        };
+        if constexpr (!C::PRODUCER_WG)
+            if (loads) {
+                ld.start();
+                for (int i = 0; i < C::STAGES; ++i)
+                    ld.issue(s);
+            }
         ring_pos<C::STAGES> p;
         tile_coord t;
         float acc[C::ACC];
@@ -498,7 +624,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
                 publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
             };
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 0);
-            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish);
+            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish, refill);
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 2);
             epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 1);
@@ -612,6 +738,14 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
                            (long long)a->M, (long long)a->N, (long long)tiles);
         NF_TRY(nf_ctx_tile_counter(ctx, &counter));
     }
+    if (!C::PRODUCER_WG) {
+        /* the loader numbers tiles in 32 bits (tile_scheduler::decode32) */
+        const int64_t tiles = tile_units(a->M, a->N, C::BM, C::BN);
+        if (tiles > (int64_t)INT32_MAX - (int64_t)cfg.gridDim.x)
+            return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_fused_prenorm_gemm_fwd",
+                           "M = %lld and N = %lld make %lld tiles, more than the %s variant counts",
+                           (long long)a->M, (long long)a->N, (long long)tiles, variant);
+    }
     const bool traced = nf_trace_prenorm::wanted(a->M, a->K, a->N);
     if (traced)
         nf_trace_prenorm::clear(cfg.stream);
@@ -641,10 +775,12 @@ using coop_n256_s4 = config<256, 4, 1, 2>;
 using cluster2_n256_s4 = config<256, 4, 2, 2>;
 using coop_n256_dyn = config<256, 3, 1, 4, true>;
 using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
+using coop3_n256 = config3<256, 3, 2>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
+static_assert(smem_bytes<coop3_n256>() <= kMaxSmem, "192-row tiles, 3 stages shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -661,6 +797,7 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_CLUSTER2_N256_S4: return f(config_tag<cluster2_n256_s4>{});
     case NF_PRENORM_COOP_N256_DYN: return f(config_tag<coop_n256_dyn>{});
     case NF_PRENORM_COOP_N256_S4_DYN: return f(config_tag<coop_n256_s4_dyn>{});
+    case NF_PRENORM_COOP3_N256: return f(config_tag<coop3_n256>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -679,6 +816,7 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_CLUSTER2_N256_S4: return "cluster2_n256_s4";
     case NF_PRENORM_COOP_N256_DYN: return "coop_n256_dyn";
     case NF_PRENORM_COOP_N256_S4_DYN: return "coop_n256_s4_dyn";
+    case NF_PRENORM_COOP3_N256: return "coop3_n256";
     default: return "?";
     }
 }

@@ -295,6 +295,8 @@ Test(prenorm_gemm, commutes, .timeout = 1200)
 static const shape variant_shapes[] = {
     {1, 136, 8, 0, 1, 0.0}, {333, 264, 520, 8, 1, 0.03}, {4097, 256, 264, 0, 0, 0.0},
     {20000, 264, 1032, 8, 1, 0.0}, /* 785 tiles of 128x256: several per CTA */
+    {40000, 56, 264, 0, 1, 0.0},   /* one k-tile a tile, several tiles a CTA: coop3_n256's
+                                    * loader runs tiles ahead of its consumers */
 };
 
 Test(prenorm_gemm, variants, .timeout = 1200)

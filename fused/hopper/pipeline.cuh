@@ -49,6 +49,24 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t by
                  ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
 
+/* mbar_arrive_expect_tx in the lanes where `issue` is nonzero (predicated,
+ * as tma_load_2d_if). */
+__device__ __forceinline__ void mbar_arrive_expect_tx_if(uint32_t issue, uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("{\n .reg .pred p;\n .reg .b64 st;\n setp.ne.u32 p, %2, 0;\n"
+                 " @p mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}"
+                 ::"r"(smem_u32(bar)), "r"(bytes), "r"(issue) : "memory");
+}
+
+/* Nonzero in one lane of the calling warp (all 32 lanes must call it). */
+__device__ __forceinline__ uint32_t elect_one_sync()
+{
+    uint32_t elected;
+    asm volatile("{\n .reg .pred p;\n .reg .b32 lane;\n elect.sync lane|p, 0xffffffff;\n"
+                 " selp.u32 %0, 1, 0, p;\n}" : "=r"(elected));
+    return elected;
+}
+
 /* Block until the phase with the given parity has completed. */
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
 {

@@ -70,6 +70,20 @@ struct tile_scheduler {
         c.m_tile = (first_m + in_group % rows) * cluster_m + rank;
         c.n_tile = in_group / rows;
     }
+    /* decode for a grid of under 2^31 tiles (the caller's check), in 32-bit
+     * arithmetic: the division is inlined, where the 64-bit one is a call,
+     * which inside a loop takes the loop out of the uniform datapath */
+    __device__ __forceinline__ void decode32(int64_t t, tile_coord &c) const
+    {
+        const uint32_t per_group = (uint32_t)group_m * (uint32_t)tiles_n;
+        const uint32_t group = (uint32_t)t / per_group;
+        const uint32_t first_m = group * (uint32_t)group_m;
+        const uint32_t left = (uint32_t)tiles_m - first_m;
+        const uint32_t rows = left < (uint32_t)group_m ? left : (uint32_t)group_m;
+        const uint32_t in_group = (uint32_t)t - group * per_group;
+        c.m_tile = (int64_t)(first_m + in_group % rows) * cluster_m + rank;
+        c.n_tile = in_group / rows;
+    }
 };
 
 /*

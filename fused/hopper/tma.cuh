@@ -109,6 +109,24 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, u
         : "memory");
 }
 
+/* tma_load_2d in the lanes where `issue` is nonzero, as a predicated
+ * instruction: a whole warp can run the code around it (elect_one_sync), so
+ * the compiler sees no divergent branch. */
+__device__ __forceinline__ void tma_load_2d_if(uint32_t issue, void *dst, const CUtensorMap *map, uint64_t *bar,
+                                               int32_t col, int32_t row)
+{
+    asm volatile(
+        "{\n"
+        " .reg .pred p;\n"
+        " setp.ne.u32 p, %5, 0;\n"
+        " @p cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4}], [%2];\n"
+        "}"
+        ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)),
+          "r"(col), "r"(row), "r"(issue)
+        : "memory");
+}
+
 /* The same box into the same smem offset of every CTA in cta_mask (bit r =
  * cluster rank r); each destination's mbarrier at bar's offset gets the bytes. */
 __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const CUtensorMap *map, uint64_t *bar,

@@ -861,6 +861,12 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  * loses up to 9 %.  Its 32-bit counter holds the claims of every shape it is
  * picked for (at most 2^24 M-tiles x 2 N-tiles).
  *
+ * The H200 again, M >= 524288 with N = 256 and K >= 512: 192-row tiles
+ * (coop3_n256), 2731 tiles where 128 rows make 4096 (31.03 rounds of 132
+ * SMs), each moving 22 % fewer bytes per MAC from L2 (fused/NOTES.md v32).
+ * On the H100 it loses there to coop_n256_s4's fourth stage, so it is the
+ * H200's only.
+ *
  * A device of under NF_PRENORM_H100_MEMORY_GBPS (4 TB/s) takes the H100's
  * pick; any other (or one that does not report its memory) the H200's. */
 extern "C" nf_prenorm_variant nf_prenorm_pick_for_bandwidth(int mem_gbps, int64_t M, int64_t K, int64_t N)
@@ -870,6 +876,8 @@ extern "C" nf_prenorm_variant nf_prenorm_pick_for_bandwidth(int mem_gbps, int64_
     const bool h100_memory = mem_gbps > 0 && mem_gbps < NF_PRENORM_H100_MEMORY_GBPS;
     if (h100_memory && M >= 131072 && N <= 512 && K * N <= 131072)
         return NF_PRENORM_COOP_N256_S4_DYN;
+    if (!h100_memory && M >= 524288 && N <= 256 && K >= 512)
+        return NF_PRENORM_COOP3_N256; /* 192-row tiles: fused/NOTES.md v32 */
     const int64_t s4_widest = h100_memory ? 512 : 256; /* the widest N the 4th stage pays at, K >= 512 */
     return N <= s4_widest && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
 }

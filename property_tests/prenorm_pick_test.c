@@ -22,12 +22,13 @@ static const int64_t kM[3] = {65536, 131072, 524288}, kKN[3] = {256, 512, 1024};
 #define N256 NF_PRENORM_COOP_N256
 #define S4 NF_PRENORM_COOP_N256_S4
 #define DYN NF_PRENORM_COOP_N256_S4_DYN
+#define C3 NF_PRENORM_COOP3_N256
 
 /* [M][K][N] over kM x kKN x kKN */
 static const nf_prenorm_variant kH200[3][3][3] = {
     {{N256, N256, N256}, {S4, N256, N256}, {S4, N256, N256}},
     {{N256, N256, N256}, {S4, N256, N256}, {S4, N256, N256}},
-    {{N256, N256, N256}, {S4, N256, N256}, {S4, N256, N256}},
+    {{N256, N256, N256}, {C3, N256, N256}, {C3, N256, N256}},
 };
 static const nf_prenorm_variant kH100[3][3][3] = {
     {{N256, N256, N256}, {S4, S4, N256}, {S4, S4, N256}},
@@ -69,6 +70,16 @@ Test(prenorm_pick, h100_rule_edges)
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H100_GBPS, 65536, 504, 512), N256, "K under 512");
 }
 
+/* Where the H200's 192-row tiles begin: 524288 rows, K = 512, N = 256. */
+Test(prenorm_pick, h200_192_row_edges)
+{
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 512, 256), C3);
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524287, 512, 256), S4, "under 524288 rows");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 504, 256), N256, "K under 512");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 512, 264), N256, "N over 256");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H100_GBPS, 524288, 1024, 256), S4, "not on the H100");
+}
+
 /* Tiles 128 wide wherever N fits one, on either part and at any K. */
 Test(prenorm_pick, narrow_n)
 {
@@ -77,5 +88,6 @@ Test(prenorm_pick, narrow_n)
         for (int64_t n = 8; n <= 128; n += 40)
             cr_expect_eq(nf_prenorm_pick_for_bandwidth(parts[p], 524288, 1024, n), NF_PRENORM_COOP_N128,
                          "%d GB/s, N = %lld", parts[p], (long long)n);
-    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 1024, 136), S4, "N = 136: a 256-wide tile");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 131072, 1024, 136), S4, "N = 136: a 256-wide tile");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 1024, 136), C3, "N = 136: a 192x256 tile");
 }

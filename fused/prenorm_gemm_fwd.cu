@@ -152,15 +152,11 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * loader below), which is what lets three consumers (192-row tiles) run in
  * 384 threads, the most whose 168-register cap still holds an m64n256k16
  * wgmma's 128 accumulators (fused/NOTES.md, "Considered after v25"). */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_, bool DYNAMIC_, int CONSUMERS_, bool PRODUCER_WG_,
-          int BK_>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_, bool DYNAMIC_, int CONSUMERS_, bool PRODUCER_WG_>
 struct tile_config {
     static constexpr int CONSUMERS = CONSUMERS_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_;
-    static constexpr int BM = CONSUMERS * kWgmmaM, BN = BN_, BK = BK_, STAGES = STAGES_;
-    /* A's rows: BK = 64 fills a 128-byte swizzled row, 32 a 64-byte one; what a
-     * stage then holds of A, 8 such rows to a swizzle atom */
-    static constexpr int A_ROW_BYTES = BK * kBf16, A_ATOM_BYTES = 8 * A_ROW_BYTES;
+    static constexpr int BM = CONSUMERS * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
     /* tiles claimed from a global counter (scheduler.cuh), not walked in a
      * fixed stride; the producer tells the consumers each tile through s.tile */
@@ -178,7 +174,7 @@ struct tile_config {
     static constexpr int STAGE_BYTES = A_BYTES + B_BOXES * B_BOX_BYTES;
     static constexpr int Y_BOX_ROWS = kWgmmaM;               /* one warpgroup's rows */
     static constexpr int Y_BOX_BYTES = Y_BOX_ROWS * kSwizzleCols * kBf16; /* 8 KB */
-    static_assert(A_ROW_BYTES == kSwizzleBytes || A_ROW_BYTES == 64, "a k-tile row of A is one swizzled row");
+    static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
     static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
     static_assert(!DYNAMIC || CLUSTER == 1, "dynamic tiles are claimed per CTA");
@@ -190,9 +186,9 @@ struct tile_config {
  * three-consumer ones: two names, so that the first keep their symbols (the
  * resource table of kernel_occupancy_test, the reports' SASS). */
 template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false>
-struct config : tile_config<BN_, STAGES_, CLUSTER_, Y_SLOTS_, DYNAMIC_, 2, true, 64> {};
-template <int BN_, int STAGES_, int Y_SLOTS_, int BK_ = 64>
-struct config3 : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 3, false, BK_> {};
+struct config : tile_config<BN_, STAGES_, CLUSTER_, Y_SLOTS_, DYNAMIC_, 2, true> {};
+template <int BN_, int STAGES_, int Y_SLOTS_>
+struct config3 : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 3, false> {};
 
 /* The loader's position: the tile and k-tile it loads next, that tile's
  * origin, and the stage it goes to. */
@@ -375,14 +371,12 @@ struct loader {
 
 /* ss += sum of x^2 over this thread's half of a row of an A stage (128 bytes,
  * 64 bf16; the half is 4 chunks, picked so 8 neighbouring threads hit 8
- * different chunks: no bank conflicts; with BK = 32, 64 bytes and 2 chunks).
- * row_bytes: the row in the stage; chunk_off: the chunks' offsets in it
- * (row_chunks). */
-template <int CHUNKS>
-__device__ __forceinline__ float row_sumsq(const uint8_t *row_bytes, const int (&chunk_off)[CHUNKS], float ss)
+ * different chunks: no bank conflicts).  row_bytes: the row in the stage;
+ * chunk_off: the chunks' offsets in it (row_chunks). */
+__device__ __forceinline__ float row_sumsq(const uint8_t *row_bytes, const int (&chunk_off)[4], float ss)
 {
 #pragma unroll
-    for (int j = 0; j < CHUNKS; ++j) {
+    for (int j = 0; j < 4; ++j) {
         const uint4 v = *reinterpret_cast<const uint4 *>(row_bytes + chunk_off[j]);
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -395,16 +389,13 @@ __device__ __forceinline__ float row_sumsq(const uint8_t *row_bytes, const int (
     return ss;
 }
 
-/* The byte offsets of a row's half (CHUNKS chunks of 16 bytes) under the
- * row's swizzle: 128-byte, chunk (half*4 + j) ^ (row % 8); 64-byte, chunk
- * (half*2 + j) ^ ((row / 2) % 4) (the XOR of address bits 4-5 with 7-8). */
-template <int CHUNKS>
-__device__ __forceinline__ void row_chunks(int row, int half, int (&chunk_off)[CHUNKS])
+/* The byte offsets of a row's half (4 chunks of 16 bytes) under the 128-byte
+ * swizzle: chunk (half*4 + j) ^ (row % 8). */
+__device__ __forceinline__ void row_chunks(int row, int half, int (&chunk_off)[4])
 {
-    static_assert(CHUNKS == 4 || CHUNKS == 2, "a half of a 128- or 64-byte row");
 #pragma unroll
-    for (int j = 0; j < CHUNKS; ++j)
-        chunk_off[j] = ((half * CHUNKS + j) ^ (CHUNKS == 4 ? row & 7 : (row >> 1) & 3)) * kChunkBytes;
+    for (int j = 0; j < 4; ++j)
+        chunk_off[j] = ((half * 4 + j) ^ (row & 7)) * kChunkBytes;
 }
 
 /* Release a stage: every consumer warp arrives once its lanes are done (in
@@ -440,14 +431,11 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
                   "the whole shared window, the driver's 1 KB included, below 256 KB");
     constexpr uint32_t kAStep = C::A_BYTES >> 4, kBStep = (C::B_BOXES * C::B_BOX_BYTES) >> 4;
     constexpr uint32_t kAK16 = (kWgmmaK * kBf16) >> 4, kBK16 = (kWgmmaK * kSwizzleBytes) >> 4;
-    constexpr int kChunks = C::A_ROW_BYTES / kChunkBytes / kRowThreads;
     const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
-    int chunk_off[kChunks];
+    int chunk_off[4];
     row_chunks(row, half, chunk_off);
-    const uint32_t a0 = smem_u32(s.a[0]) + cw * kWgmmaM * C::A_ROW_BYTES;
-    const uint64_t da0 = C::A_ROW_BYTES == kSwizzleBytes
-                             ? wgmma_desc_sw128(a0, kChunkBytes, kSwizzleAtomBytes)
-                             : wgmma_desc_sw64(a0, kChunkBytes, C::A_ATOM_BYTES);
+    const uint64_t da0 = wgmma_desc_sw128(smem_u32(s.a[0]) + cw * kWgmmaM * kSwizzleBytes, kChunkBytes,
+                                          kSwizzleAtomBytes);
     const uint64_t db0 = wgmma_desc_sw128(smem_u32(s.b[0][0]), C::B_BOX_BYTES, kSwizzleAtomBytes);
     float ss = 0.0f;
     ring_pos<C::STAGES> prev = p;
@@ -465,7 +453,7 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
             refill(); /* PRODUCER_WG false: the loader's next load */
         }
         /* then this stage's sum of squares, overlapping the wgmma just issued */
-        ss = row_sumsq(s.a[p.stage] + row * C::A_ROW_BYTES, chunk_off, ss);
+        ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss);
         prev = p;
         p.advance();
     }
@@ -788,13 +776,11 @@ using cluster2_n256_s4 = config<256, 4, 2, 2>;
 using coop_n256_dyn = config<256, 3, 1, 4, true>;
 using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
 using coop3_n256 = config3<256, 3, 2>;
-using coop3_n256_k32 = config3<256, 6, 2, 32>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
 static_assert(smem_bytes<coop3_n256>() <= kMaxSmem, "192-row tiles, 3 stages shared memory");
-static_assert(smem_bytes<coop3_n256_k32>() <= kMaxSmem, "192-row tiles, 6 stages of BK = 32 shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -812,7 +798,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_COOP_N256_DYN: return f(config_tag<coop_n256_dyn>{});
     case NF_PRENORM_COOP_N256_S4_DYN: return f(config_tag<coop_n256_s4_dyn>{});
     case NF_PRENORM_COOP3_N256: return f(config_tag<coop3_n256>{});
-    case NF_PRENORM_COOP3_N256_K32: return f(config_tag<coop3_n256_k32>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -832,7 +817,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_COOP_N256_DYN: return "coop_n256_dyn";
     case NF_PRENORM_COOP_N256_S4_DYN: return "coop_n256_s4_dyn";
     case NF_PRENORM_COOP3_N256: return "coop3_n256";
-    case NF_PRENORM_COOP3_N256_K32: return "coop3_n256_k32";
     default: return "?";
     }
 }
@@ -861,11 +845,13 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  * loses up to 9 %.  Its 32-bit counter holds the claims of every shape it is
  * picked for (at most 2^24 M-tiles x 2 N-tiles).
  *
- * The H200 again, M >= 524288 with N = 256 and K >= 512: 192-row tiles
- * (coop3_n256), 2731 tiles where 128 rows make 4096 (31.03 rounds of 132
- * SMs), each moving 22 % fewer bytes per MAC from L2 (fused/NOTES.md v32).
- * On the H100 it loses there to coop_n256_s4's fourth stage, so it is the
- * H200's only.
+ * The H200 again, M >= 524288 with N = 256 and 512 <= K < 1024: 192-row
+ * tiles (coop3_n256), 2731 tiles where 128 rows make 4096 (31.03 rounds of
+ * 132 SMs), each moving 22 % fewer bytes per MAC from L2.  Six probe runs at
+ * c84ba9c: 0.984-0.994x coop_n256_s4 at 524288x512x256, but 1.010-1.023x at
+ * 524288x1024x256, where its three stages hold too little in flight, and
+ * behind the picks everywhere else (fused/NOTES.md v32).  On the H100 it
+ * loses at K = 1024 by more and wins at K = 512 by 1-2 %: not picked there.
  *
  * A device of under NF_PRENORM_H100_MEMORY_GBPS (4 TB/s) takes the H100's
  * pick; any other (or one that does not report its memory) the H200's. */
@@ -876,7 +862,7 @@ extern "C" nf_prenorm_variant nf_prenorm_pick_for_bandwidth(int mem_gbps, int64_
     const bool h100_memory = mem_gbps > 0 && mem_gbps < NF_PRENORM_H100_MEMORY_GBPS;
     if (h100_memory && M >= 131072 && N <= 512 && K * N <= 131072)
         return NF_PRENORM_COOP_N256_S4_DYN;
-    if (!h100_memory && M >= 524288 && N <= 256 && K >= 512)
+    if (!h100_memory && M >= 524288 && N <= 256 && K >= 512 && K < 1024)
         return NF_PRENORM_COOP3_N256; /* 192-row tiles: fused/NOTES.md v32 */
     const int64_t s4_widest = h100_memory ? 512 : 256; /* the widest N the 4th stage pays at, K >= 512 */
     return N <= s4_widest && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;

@@ -59,7 +59,7 @@ static inline nf_status tma_encoder(encode_tiled_fn *fn)
 }
 
 /* map <- bf16 matrix [rows, cols], leading dimension ld, box [box_rows, box_cols],
- * swizzled over the box's row: box_cols 64 (128-byte swizzle) or 32 (64-byte). */
+ * 128-byte swizzle (box_cols must be 64). */
 static inline nf_status tma_map_bf16_2d(CUtensorMap *map, const void *base, int64_t rows,
                                         int64_t cols, int64_t ld, int box_rows, int box_cols,
                                         const char *name)
@@ -74,8 +74,7 @@ static inline nf_status tma_map_bf16_2d(CUtensorMap *map, const void *base, int6
     const cuuint32_t elem_strides[2] = {1, 1};
     CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(base), dims,
                         strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        box_cols * kBf16 == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return nf_fail(NF_ERR_CUDA, __FILE__ ":tma_map_bf16_2d",

@@ -32,14 +32,6 @@ constexpr int kWarpgroupThreads = 128;
 constexpr int kWgmmaM = 64, kWgmmaK = 16;
 constexpr uint64_t kDescSwizzle128 = 1ull << 62;
 
-/* Descriptor of a 64-byte-swizzled operand tile (mode 2): as above with rows
- * of 32 k, 8 rows in 512 bytes (K-major SBO = 512). */
-__device__ __forceinline__ uint64_t wgmma_desc_sw64(uint32_t addr, uint32_t lbo_bytes, uint32_t sbo_bytes)
-{
-    return (uint64_t)((addr >> 4) & 0x3FFFu) | ((uint64_t)((lbo_bytes >> 4) & 0x3FFFu) << 16) |
-           ((uint64_t)((sbo_bytes >> 4) & 0x3FFFu) << 32) | (2ull << 62);
-}
-
 /* Descriptor of a 128B-swizzled operand tile starting at smem byte address addr. */
 __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t addr, uint32_t lbo_bytes,
                                                      uint32_t sbo_bytes)

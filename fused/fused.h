@@ -12,9 +12,10 @@ extern "C" {
 #endif
 
 /* Tile variants of the pre-norm GEMM forward (fused/prenorm_gemm_fwd.cu):
- * every variant has 128-row tiles shared by two consumer warpgroups; COOP =
- * one CTA per tile; CLUSTER2 = clusters of two CTAs on vertically adjacent
- * tiles sharing each Wg tile through TMA multicast; N128/N256 = N-tile width. */
+ * 128-row tiles shared by two consumer warpgroups but COOP3's 192 rows on
+ * three; COOP = one CTA per tile; CLUSTER2 = clusters of two CTAs on
+ * vertically adjacent tiles sharing each Wg tile through TMA multicast;
+ * N128/N256 = N-tile width. */
 typedef enum nf_prenorm_variant {
     NF_PRENORM_AUTO = 0, /* what nf_fused_prenorm_gemm_fwd picks for the shape */
     NF_PRENORM_COOP_N128,

@@ -16,7 +16,8 @@
  * nothing: TMA fills out-of-bounds loads with zeros (zero columns add nothing
  * to A Wg nor to the sum of squares) and clips out-of-bounds stores.
  *
- * Tiles: BM = 128 rows (two consumer warpgroups x 64), BN = 128 (5 stages) or
+ * Tiles: BM = 128 rows (two consumer warpgroups x 64; coop3_n256 192, three
+ * x 64), BN = 128 (5 stages) or
  * 256 (3 stages), BK = 64 (one 128-byte swizzled row of A per k-tile).  Per
  * stage: A 128x64 (16 KB, K-major) and Wg 64xBN as BN/64 boxes of 64x64 (8 KB
  * each, N contiguous: the MN-major "transposed" B operand of wgmma, tnspB = 1).
@@ -30,7 +31,11 @@
  * the H100's memory bandwidth: there level or 1-12 % ahead of every static
  * variant at M >= 131072 with K x N <= 2^17, behind elsewhere; on the H200
  * level or 1-6 % behind there too, so not picked; coop_n256_dyn never picked;
- * fused/NOTES.md v21).
+ * fused/NOTES.md v21).  coop3_n256 (config3): 192-row tiles on three consumer
+ * warpgroups and no producer warpgroup, 3 stages of 56 KB, a 2-slot Y ring
+ * per warpgroup; the first warp of consumer 0 issues the loads (struct
+ * loader); picked on the H200 at M >= 524288, N = 256, 512 <= K < 1024,
+ * ~1 % ahead of coop_n256_s4 there (fused/NOTES.md v32).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -65,14 +70,16 @@
  *
  * Resources (nvcc 13.0 -Xptxas -v, sm_90a; every variant): 168 registers at
  * entry (the cap 65536 / 384 threads; setmaxnreg then gives the consumers
- * 232), 0 bytes stack, 0 spills; SASS has HGMMA.64x128x16.F32.BF16 /
+ * 232; coop3_n256 has no producer to take registers from and runs at 168),
+ * 0 bytes stack, 0 spills; SASS has HGMMA.64x128x16.F32.BF16 /
  * HGMMA.64x256x16.F32.BF16, UTMALDG/UTMASTG and no LDL/STL; the k-tile loop
  * forms no descriptor: each HGMMA's is one UIADD3.64 from the tile's first
  * (119 instructions a k-tile in coop_n256_s4, 178 before; 1.8 % faster on the
  * H100; fused/NOTES.md v22).  Shared memory per CTA: BN=128: 5 x 32 KB
  * stages + 32 KB Y tile + barriers ~ 197 KB; BN=256: 3 x 48 KB stages +
  * 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4: 4 x 48 KB stages +
- * 2 x 2 x 8 KB Y slots + barriers ~ 226 KB.
+ * 2 x 2 x 8 KB Y slots + barriers ~ 226 KB; coop3_n256: 3 x 56 KB stages +
+ * 3 x 2 x 8 KB Y slots + barriers ~ 218 KB.
  * Measured (H200, the suite of f42adb4 and five readings after it, this
  * machine code, fused and cuBLASLt timed in turn, fused/NOTES.md "Bench at
  * f42adb4"): the picked variant takes 0.89-1.03x the time of cuBLASLt's GEMM
@@ -105,7 +112,11 @@
  * ring's epilogue to ~1.0 us; on the H100 the mainloop takes it back at the
  * N = 256 misses, where DRAM sets the tile period, and on the H200 it is
  * 0.5-2 % where coop_n256_s4 is picked, closing no miss: not landed.
- * fused/NOTES.md v1-v31 have the history, every other epilogue and tile
+ * v32's 192-row tiles move 22 % fewer L2 bytes per MAC and round up less at
+ * M = 524288, but hold two k-tiles in flight where coop_n256_s4 holds three:
+ * on the H200 0.98-0.99x coop_n256_s4 at 524288x512x256, 1.01-1.02x at
+ * 524288x1024x256 (six BK = 32 stages: behind everywhere, backed out).
+ * fused/NOTES.md v1-v32 have the history, every other epilogue and tile
  * layout tried included.
  */
 #include <cuda.h>

@@ -158,9 +158,9 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * rows).  CLUSTER = 2: two CTAs of a cluster take vertically adjacent tiles
  * of the same N-tile; each loads half of the Wg boxes of a stage and
  * multicasts them to both, so Wg crosses L2 -> SM once per 256 rows instead
- * of once per 128.  PRODUCER_WG false: no producer warpgroup; thread 0 of
- * consumer 0 issues the loads as its warpgroup releases each stage (the
- * loader below), which is what lets three consumers (192-row tiles) run in
+ * of once per 128.  PRODUCER_WG false: no producer warpgroup; the first
+ * warp of consumer 0 issues the loads as its warpgroup releases each stage
+ * (the loader below), which is what lets three consumers (192-row tiles) run in
  * 384 threads, the most whose 168-register cap still holds an m64n256k16
  * wgmma's 128 accumulators (fused/NOTES.md, "Considered after v25"). */
 template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_, bool DYNAMIC_, int CONSUMERS_, bool PRODUCER_WG_>

@@ -29,17 +29,22 @@
  *                   vs 322, M=777 K=1024 N=256), so there the rule is only
  *                   logged; the gate's incumbent property (harness/props.c)
  *                   owns it.
- *   variants        every tile variant (fused/fused.h) within the budget.
+ *   variants        every tile variant (fused/fused.h) within the budget,
+ *                   coop3_n256 also where its loader runs tiles ahead (K = 56).
  *   last_round      shapes one or a few tiles past whole rounds of the
  *                   persistent grid, every row of the last panel judged.
  *   dynamic_tiles   the variants that claim tiles from a counter, launched
  *                   again and again and on another stream: every tile written.
  *   deterministic   two calls give the same bits.
- *   unsupported     K or N not a multiple of 8 fails before touching the device.
+ *   unsupported     K or N not a multiple of 8 fails before touching the device,
+ *                   and so does coop3_n256 on a grid of 2^31 tiles, which its
+ *                   loader cannot number.
  *
  * Repro: NF_SEED=<seed> ./prenorm_gemm_test --filter 'prenorm_gemm/<test>'
  */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "fused/fused.h"
 #include "gpu_util.h"
@@ -458,6 +463,15 @@ Test(prenorm_gemm, unsupported)
     a.N = 64;
     a.A = p.dA + 1; /* 2-byte aligned only */
     cr_expect_eq(nf_prenorm_gemm_fwd(ctx, NF_IMPL_FUSED, &a), NF_ERR_MISALIGNED, "A+1: %s", nf_last_error());
+    a.A = p.dA;
+    /* coop3_n256's loader numbers tiles in 32 bits (tile_scheduler::decode32):
+     * a grid of 2^31 tiles or more is refused, naming the variant, before any
+     * launch.  The buffers hold 16 rows; the shape is only declared. */
+    a.M = INT32_MAX;
+    a.N = a.ldw = a.ldwg = a.ldy = (int64_t)1 << 20; /* 11184811 x 4096 tiles of 192 x 256 */
+    cr_expect_eq(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, NF_PRENORM_COOP3_N256), NF_ERR_UNSUPPORTED_SHAPE,
+                 "2^31 tiles: %s", nf_last_error());
+    cr_expect(strstr(nf_last_error(), "coop3_n256") != NULL, "the message names the variant: %s", nf_last_error());
     CUDA_CHECK(cudaDeviceSynchronize());
     nf_bf16 *Y = malloc((size_t)(s.M * p.ldy) * 2);
     cr_assert(Y != NULL);

@@ -189,6 +189,9 @@ struct tile_config {
     static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
     static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
     static_assert(!DYNAMIC || CLUSTER == 1, "dynamic tiles are claimed per CTA");
+    /* the most tiles plus grid a launch may have (0: no bound): DYNAMIC's claims
+     * run on a 32-bit counter; the loader decodes tiles in 32 bits */
+    static constexpr int64_t MAX_TILES = DYNAMIC ? (int64_t)UINT32_MAX : !PRODUCER_WG ? (int64_t)INT32_MAX : 0;
     static_assert(THREADS <= 384, "over 384 threads the register cap falls under an m64n256k16's needs");
     static_assert(PRODUCER_WG || (CLUSTER == 1 && !DYNAMIC), "the loader serves one CTA's static tiles");
 };
@@ -338,7 +341,7 @@ struct loader {
     {
         if (ls.tile < sched.total) {
             tile_coord t;
-            sched.decode32(ls.tile, t); /* the launcher bounds the tiles */
+            sched.decode<uint32_t>(ls.tile, t); /* the launcher bounds the tiles (MAX_TILES) */
             ls.m0 = (int32_t)(t.m_tile * C::BM);
             ls.n0 = (int32_t)(t.n_tile * C::BN);
         }
@@ -739,24 +742,16 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
     cudaLaunchAttribute attr[1];
     int resident = 0;
     NF_TRY(launch_config<C>(ctx, a->M, a->N, &cfg, attr, &resident));
-    unsigned *counter = nullptr;
-    if (C::DYNAMIC) {
-        /* claims reach tiles + grid on a 32-bit counter */
+    if (C::MAX_TILES > 0) {
         const int64_t tiles = tile_units(a->M, a->N, C::BM, C::BN);
-        if (tiles > (int64_t)UINT32_MAX - (int64_t)cfg.gridDim.x)
-            return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_fused_prenorm_gemm_fwd",
-                           "M = %lld and N = %lld make %lld tiles, more than the dynamic variants count",
-                           (long long)a->M, (long long)a->N, (long long)tiles);
-        NF_TRY(nf_ctx_tile_counter(ctx, &counter));
-    }
-    if (!C::PRODUCER_WG) {
-        /* the loader numbers tiles in 32 bits (tile_scheduler::decode32) */
-        const int64_t tiles = tile_units(a->M, a->N, C::BM, C::BN);
-        if (tiles > (int64_t)INT32_MAX - (int64_t)cfg.gridDim.x)
+        if (tiles > C::MAX_TILES - (int64_t)cfg.gridDim.x)
             return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_fused_prenorm_gemm_fwd",
                            "M = %lld and N = %lld make %lld tiles, more than the %s variant counts",
                            (long long)a->M, (long long)a->N, (long long)tiles, variant);
     }
+    unsigned *counter = nullptr;
+    if (C::DYNAMIC)
+        NF_TRY(nf_ctx_tile_counter(ctx, &counter));
     const bool traced = nf_trace_prenorm::wanted(a->M, a->K, a->N);
     if (traced)
         nf_trace_prenorm::clear(cfg.stream);

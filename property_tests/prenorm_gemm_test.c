@@ -464,7 +464,7 @@ Test(prenorm_gemm, unsupported)
     a.A = p.dA + 1; /* 2-byte aligned only */
     cr_expect_eq(nf_prenorm_gemm_fwd(ctx, NF_IMPL_FUSED, &a), NF_ERR_MISALIGNED, "A+1: %s", nf_last_error());
     a.A = p.dA;
-    /* coop3_n256's loader numbers tiles in 32 bits (tile_scheduler::decode32):
+    /* coop3_n256's loader numbers tiles in 32 bits (tile_scheduler::decode<uint32_t>):
      * a grid of 2^31 tiles or more is refused, naming the variant, before any
      * launch.  The buffers hold 16 rows; the shape is only declared. */
     a.M = INT32_MAX;

@@ -42,20 +42,19 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
                  ::"r"(smem_u32(bar)) : "memory");
 }
 
-/* Arrive and announce `bytes` of copy-engine traffic for this phase. */
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
-{
-    asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}"
-                 ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
-
-/* mbar_arrive_expect_tx in the lanes where `issue` is nonzero (predicated,
- * as tma_load_2d_if). */
+/* Arrive and announce `bytes` of copy-engine traffic for this phase, in the
+ * lanes where `issue` is nonzero (predicated, as tma_load_2d_if). */
 __device__ __forceinline__ void mbar_arrive_expect_tx_if(uint32_t issue, uint64_t *bar, uint32_t bytes)
 {
     asm volatile("{\n .reg .pred p;\n .reg .b64 st;\n setp.ne.u32 p, %2, 0;\n"
                  " @p mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}"
                  ::"r"(smem_u32(bar)), "r"(bytes), "r"(issue) : "memory");
+}
+
+/* The same in every calling thread. */
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    mbar_arrive_expect_tx_if(1u, bar, bytes);
 }
 
 /* Nonzero in one lane of the calling warp (all 32 lanes must call it). */

@@ -59,30 +59,20 @@ struct tile_scheduler {
         decode(t, c);
         return true;
     }
-    /* c = tile t (0 <= t < total) of the grouped order. */
+    /* c = tile t (0 <= t < total) of the grouped order, in the arithmetic of
+     * I: int64_t, or uint32_t for a grid of under 2^31 tiles (the caller's
+     * check), whose division is inlined where the 64-bit one is a call, and a
+     * call inside a loop takes the loop out of the uniform datapath. */
+    template <class I = int64_t>
     __device__ __forceinline__ void decode(int64_t t, tile_coord &c) const
     {
-        const int64_t per_group = (int64_t)group_m * tiles_n;
-        const int64_t group = t / per_group;
-        const int64_t first_m = group * group_m;
-        const int64_t rows = tiles_m - first_m < group_m ? tiles_m - first_m : group_m;
-        const int64_t in_group = t - group * per_group;
-        c.m_tile = (first_m + in_group % rows) * cluster_m + rank;
-        c.n_tile = in_group / rows;
-    }
-    /* decode for a grid of under 2^31 tiles (the caller's check), in 32-bit
-     * arithmetic: the division is inlined, where the 64-bit one is a call,
-     * which inside a loop takes the loop out of the uniform datapath */
-    __device__ __forceinline__ void decode32(int64_t t, tile_coord &c) const
-    {
-        const uint32_t per_group = (uint32_t)group_m * (uint32_t)tiles_n;
-        const uint32_t group = (uint32_t)t / per_group;
-        const uint32_t first_m = group * (uint32_t)group_m;
-        const uint32_t left = (uint32_t)tiles_m - first_m;
-        const uint32_t rows = left < (uint32_t)group_m ? left : (uint32_t)group_m;
-        const uint32_t in_group = (uint32_t)t - group * per_group;
+        const I per_group = (I)group_m * (I)tiles_n;
+        const I group = (I)t / per_group;
+        const I first_m = group * (I)group_m;
+        const I rows = (I)tiles_m - first_m < (I)group_m ? (I)tiles_m - first_m : (I)group_m;
+        const I in_group = (I)t - group * per_group;
         c.m_tile = (int64_t)(first_m + in_group % rows) * cluster_m + rank;
-        c.n_tile = in_group / rows;
+        c.n_tile = (int64_t)(in_group / rows);
     }
 };
 

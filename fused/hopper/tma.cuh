@@ -97,21 +97,10 @@ __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap *map)
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
-/* smem box <- global box at (col, row); completion counts its bytes on bar. */
-__device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, uint64_t *bar,
-                                            int32_t col, int32_t row)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%3, %4}], [%2];"
-        ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)),
-          "r"(col), "r"(row)
-        : "memory");
-}
-
-/* tma_load_2d in the lanes where `issue` is nonzero, as a predicated
- * instruction: a whole warp can run the code around it (elect_one_sync), so
- * the compiler sees no divergent branch. */
+/* smem box <- global box at (col, row) in the lanes where `issue` is nonzero;
+ * completion counts its bytes on bar.  Predicated, not branched on: a whole
+ * warp can run the code around it (elect_one_sync) and the compiler sees no
+ * divergent branch. */
 __device__ __forceinline__ void tma_load_2d_if(uint32_t issue, void *dst, const CUtensorMap *map, uint64_t *bar,
                                                int32_t col, int32_t row)
 {
@@ -125,6 +114,13 @@ __device__ __forceinline__ void tma_load_2d_if(uint32_t issue, void *dst, const 
         ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)),
           "r"(col), "r"(row), "r"(issue)
         : "memory");
+}
+
+/* The same in every calling thread. */
+__device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, uint64_t *bar, int32_t col,
+                                            int32_t row)
+{
+    tma_load_2d_if(1u, dst, map, bar, col, row);
 }
 
 /* The same box into the same smem offset of every CTA in cta_mask (bit r =

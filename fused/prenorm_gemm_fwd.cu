@@ -35,7 +35,10 @@
  * warpgroups and no producer warpgroup, 3 stages of 56 KB, a 2-slot Y ring
  * per warpgroup; the first warp of consumer 0 issues the loads (struct
  * loader); picked on the H200 at M >= 524288, N = 256, 512 <= K < 1024,
- * ~1 % ahead of coop_n256_s4 there (fused/NOTES.md v32).
+ * ~1 % ahead of coop_n256_s4 there (fused/NOTES.md v32).  coop3_n256_held
+ * (config3_held): the same on 4 stages, with no Y buffer of its own: each
+ * warpgroup's 2-slot ring lies in the tile's last stage, which the mainloop
+ * keeps and the next tile's first k-tile hands back (fused/NOTES.md v33).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -79,7 +82,8 @@
  * stages + 32 KB Y tile + barriers ~ 197 KB; BN=256: 3 x 48 KB stages +
  * 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4: 4 x 48 KB stages +
  * 2 x 2 x 8 KB Y slots + barriers ~ 226 KB; coop3_n256: 3 x 56 KB stages +
- * 3 x 2 x 8 KB Y slots + barriers ~ 218 KB.
+ * 3 x 2 x 8 KB Y slots + barriers ~ 218 KB; coop3_n256_held: 4 x 56 KB
+ * stages + barriers ~ 226 KB (165 registers).
  * Measured (H200, the suite of f42adb4 and five readings after it, this
  * machine code, fused and cuBLASLt timed in turn, fused/NOTES.md "Bench at
  * f42adb4"): the picked variant takes 0.89-1.03x the time of cuBLASLt's GEMM
@@ -144,7 +148,7 @@ namespace {
 enum role { PRODUCER = 0, CONSUMER0 = 1 };
 /* Named barriers (0 is __syncthreads): one per consumer warpgroup's epilogue,
  * BAR_EPILOGUE0 + cw. */
-enum named_barrier { BAR_EPILOGUE0 = 1 };
+enum named_barrier { BAR_EPILOGUE0 = 1, BAR_HELD = 4 /* Y_HELD: every consumer, before Y */ };
 
 constexpr int kWarpsPerWarpgroup = kWarpgroupThreads / 32;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
@@ -163,7 +167,8 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * (the loader below), which is what lets three consumers (192-row tiles) run in
  * 384 threads, the most whose 168-register cap still holds an m64n256k16
  * wgmma's 128 accumulators (fused/NOTES.md, "Considered after v25"). */
-template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_, bool DYNAMIC_, int CONSUMERS_, bool PRODUCER_WG_>
+template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_, bool DYNAMIC_, int CONSUMERS_, bool PRODUCER_WG_,
+          bool Y_HELD_ = false>
 struct tile_config {
     static constexpr int CONSUMERS = CONSUMERS_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_;
@@ -175,6 +180,9 @@ struct tile_config {
     /* 64x64 Y boxes buffered per consumer warpgroup: all of its BN/64, or a
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
+    /* the Y ring in the tile's last stage, held from the loads until the next
+     * tile's first k-tile, not in a buffer of its own (config3_held) */
+    static constexpr bool Y_HELD = Y_HELD_;
     /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
     static constexpr int EMPTY_ARRIVALS = CONSUMERS * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = (CONSUMERS + (PRODUCER_WG ? 1 : 0)) * kWarpgroupThreads;
@@ -194,15 +202,20 @@ struct tile_config {
     static constexpr int64_t MAX_TILES = DYNAMIC ? (int64_t)UINT32_MAX : !PRODUCER_WG ? (int64_t)INT32_MAX : 0;
     static_assert(THREADS <= 384, "over 384 threads the register cap falls under an m64n256k16's needs");
     static_assert(PRODUCER_WG || (CLUSTER == 1 && !DYNAMIC), "the loader serves one CTA's static tiles");
+    static_assert(!Y_HELD || CONSUMERS * Y_SLOTS <= A_BYTES / Y_BOX_BYTES + B_BOXES,
+                  "every warpgroup's Y slots fit in one stage");
 };
 
-/* The two-consumer kernels with a producer warpgroup, and the producer-less
- * three-consumer ones: two names, so that the first keep their symbols (the
- * resource table of kernel_occupancy_test, the reports' SASS). */
+/* The two-consumer kernels with a producer warpgroup, the producer-less
+ * three-consumer ones, and those with their Y ring in the held stage: names
+ * of their own, so that the earlier ones keep their symbols (the resource
+ * table of kernel_occupancy_test, the reports' SASS). */
 template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_ = BN_ / kSwizzleCols, bool DYNAMIC_ = false>
 struct config : tile_config<BN_, STAGES_, CLUSTER_, Y_SLOTS_, DYNAMIC_, 2, true> {};
 template <int BN_, int STAGES_, int Y_SLOTS_>
 struct config3 : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 3, false> {};
+template <int BN_, int STAGES_, int Y_SLOTS_>
+struct config3_held : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 3, false, true> {};
 
 /* The loader's position: the tile and k-tile it loads next, that tile's
  * origin, and the stage it goes to. */
@@ -216,7 +229,9 @@ template <class C>
 struct shared_storage {
     alignas(kSmemAlign) uint8_t a[C::STAGES][C::A_BYTES];
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
-    alignas(kSmemAlign) uint8_t y[C::CONSUMERS][C::Y_SLOTS][C::Y_BOX_BYTES];
+    /* Y_HELD: no buffer of its own (y_slot) */
+    alignas(kSmemAlign) uint8_t y[C::Y_HELD ? 1 : C::CONSUMERS][C::Y_HELD ? 1 : C::Y_SLOTS]
+                                 [C::Y_HELD ? kChunkBytes : C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
     float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
     /* DYNAMIC: the tile whose first k-tile a stage holds (-1: no more tiles) */
@@ -438,7 +453,8 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
 template <class C, class SumsDone, class Refill>
 __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
                                          float (&acc)[C::ACC], int cw, int tid, int k_tiles,
-                                         SumsDone &&sums_done, Refill &&refill)
+                                         SumsDone &&sums_done, Refill &&refill, int held,
+                                         ring_pos<C::STAGES> &last)
 {
     static_assert(smem_bytes<C>() + 1024 <= (0x3FFFu + 1) * 16,
                   "descriptor start addresses (14 bits of 16-byte units) must not carry: "
@@ -468,14 +484,26 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
         }
         /* then this stage's sum of squares, overlapping the wgmma just issued */
         ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss);
+        /* Y_HELD: the previous tile's last stage back to the loads, once this
+         * warpgroup's Y stores in it have read it (its four warps at once) */
+        if (C::Y_HELD && kt == 0 && held >= 0) {
+            if (tid == 0) {
+                tma_store_wait_read<0>();
+                mbar_arrive_count(&s.ring.empty[held], kWarpsPerWarpgroup);
+            }
+            refill();
+        }
         prev = p;
         p.advance();
     }
     sums_done(ss);
     wgmma_wait<0>();
     wgmma_fence_regs(acc);
-    release_stage<C>(s.ring, prev);
-    refill();
+    last = prev;
+    if (!C::Y_HELD) {
+        release_stage<C>(s.ring, prev);
+        refill();
+    }
 }
 
 /* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
@@ -498,11 +526,26 @@ __device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int
     }
 }
 
+/* Warpgroup cw's Y slot j: its own buffer, or with Y_HELD the held stage's
+ * 8 KB pieces, A's then Wg's boxes, slot cw * Y_SLOTS + j of them. */
+template <class C>
+__device__ __forceinline__ uint8_t *y_slot(shared_storage<C> &s, int cw, int j, uint32_t held)
+{
+    if constexpr (C::Y_HELD) {
+        constexpr int kInA = C::A_BYTES / C::Y_BOX_BYTES;
+        const int k = cw * C::Y_SLOTS + j;
+        return k < kInA ? s.a[held] + k * C::Y_BOX_BYTES : s.b[held][k - kInA];
+    } else {
+        return s.y[cw][j];
+    }
+}
+
 /* Y = bf16(acc * rstd) -> smem -> TMA store, one 64x64 box (one bulk group)
  * at a time. */
 template <class C>
 __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], int cw, int tid,
-                                         int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y)
+                                         int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y,
+                                         uint32_t held)
 {
     /* BAR_EPILOGUE0 + cw; with two consumers spelled as the select it was,
      * which keeps those kernels' machine code (the add compiles otherwise) */
@@ -520,6 +563,8 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
     float rs0 = 0.0f, rs1 = 0.0f;
 #pragma unroll
     for (int bx = 0; bx < C::B_BOXES; ++bx) {
+        if (C::Y_HELD && bx == 0) /* every warpgroup's wgmma and squares are done with the stage */
+            named_barrier_sync(BAR_HELD, C::CONSUMERS * kWarpgroupThreads);
         if (bx == 0 || kRing) {
             if (tid == 0)
                 tma_store_wait_read<kRing ? C::Y_SLOTS - 1 : 0>();
@@ -532,7 +577,7 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
         /* 16 columns at a time: four 8x8 matrices (rows r0 | r1, columns
          * 16c.. | 16c+8..) in one stmatrix, lane l naming row l % 8 of matrix
          * l / 8: 4 stores per box where 32-bit st.shared took 16 */
-        const uint32_t box = smem_u32(s.y[cw][bx % C::Y_SLOTS]);
+        const uint32_t box = smem_u32(y_slot<C>(s, cw, bx % C::Y_SLOTS, held));
 #pragma unroll
         for (int c = 0; c < kSwizzleCols / 16; ++c) {
             const int j = bx * (kSwizzleCols / 8) + 2 * c, chunk = 2 * c + l / 16;
@@ -549,7 +594,7 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
         if (tid == 0) {
             for (int b = kRing ? bx : 0; b <= bx; ++b)
                 if (row0 < M && n0 + b * kSwizzleCols < N)
-                    tma_store_2d(tm_y, s.y[cw][b % C::Y_SLOTS], (int32_t)(n0 + b * kSwizzleCols),
+                    tma_store_2d(tm_y, y_slot<C>(s, cw, b % C::Y_SLOTS, held), (int32_t)(n0 + b * kSwizzleCols),
                                  (int32_t)row0);
             tma_store_commit(); /* ring: a group per box, even an empty one (groups are counted) */
         }
@@ -632,15 +677,18 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
             }
         };
         int tiles = 0; /* this CTA's so far: the trace's tile index */
+        int held = -1;  /* Y_HELD: the stage the previous tile's Y ring is in */
         while (next_tile(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
             auto publish = [&](float ss) {
                 publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
             };
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 0);
-            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish, refill);
+            ring_pos<C::STAGES> last;
+            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish, refill, held, last);
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 2);
-            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y);
+            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y, last.stage);
+            held = (int)last.stage;
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 1);
             ++tiles;
         }
@@ -782,11 +830,13 @@ using cluster2_n256_s4 = config<256, 4, 2, 2>;
 using coop_n256_dyn = config<256, 3, 1, 4, true>;
 using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
 using coop3_n256 = config3<256, 3, 2>;
+using coop3_n256_held = config3_held<256, 4, 2>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
 static_assert(smem_bytes<coop3_n256>() <= kMaxSmem, "192-row tiles, 3 stages shared memory");
+static_assert(smem_bytes<coop3_n256_held>() <= kMaxSmem, "192-row tiles, 4 stages, Y in the held stage shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -804,6 +854,7 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_COOP_N256_DYN: return f(config_tag<coop_n256_dyn>{});
     case NF_PRENORM_COOP_N256_S4_DYN: return f(config_tag<coop_n256_s4_dyn>{});
     case NF_PRENORM_COOP3_N256: return f(config_tag<coop3_n256>{});
+    case NF_PRENORM_COOP3_N256_HELD: return f(config_tag<coop3_n256_held>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -823,6 +874,7 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_COOP_N256_DYN: return "coop_n256_dyn";
     case NF_PRENORM_COOP_N256_S4_DYN: return "coop_n256_s4_dyn";
     case NF_PRENORM_COOP3_N256: return "coop3_n256";
+    case NF_PRENORM_COOP3_N256_HELD: return "coop3_n256_held";
     default: return "?";
     }
 }

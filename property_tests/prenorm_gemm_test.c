@@ -30,15 +30,17 @@
  *                   logged; the gate's incumbent property (harness/props.c)
  *                   owns it.
  *   variants        every tile variant (fused/fused.h) within the budget,
- *                   coop3_n256 also where its loader runs tiles ahead (K = 56).
+ *                   coop3_n256 and coop3_n256_held also where their loader
+ *                   runs tiles ahead (K = 56, where coop3_n256_held hands a
+ *                   tile's held stage back in the next tile's only k-tile).
  *   last_round      shapes one or a few tiles past whole rounds of the
  *                   persistent grid, every row of the last panel judged.
  *   dynamic_tiles   the variants that claim tiles from a counter, launched
  *                   again and again and on another stream: every tile written.
  *   deterministic   two calls give the same bits.
  *   unsupported     K or N not a multiple of 8 fails before touching the device,
- *                   and so does coop3_n256 on a grid of 2^31 tiles, which its
- *                   loader cannot number.
+ *                   and so do coop3_n256 and coop3_n256_held on a grid of 2^31
+ *                   tiles, which their loader cannot number.
  *
  * Repro: NF_SEED=<seed> ./prenorm_gemm_test --filter 'prenorm_gemm/<test>'
  */
@@ -300,8 +302,10 @@ Test(prenorm_gemm, commutes, .timeout = 1200)
 static const shape variant_shapes[] = {
     {1, 136, 8, 0, 1, 0.0}, {333, 264, 520, 8, 1, 0.03}, {4097, 256, 264, 0, 0, 0.0},
     {20000, 264, 1032, 8, 1, 0.0}, /* 785 tiles of 128x256: several per CTA */
-    {40000, 56, 264, 0, 1, 0.0},   /* one k-tile a tile, several tiles a CTA: coop3_n256's
-                                    * loader runs tiles ahead of its consumers */
+    {40000, 56, 264, 0, 1, 0.0},   /* one k-tile a tile, several tiles a CTA: the coop3
+                                    * loader runs tiles ahead of its consumers, and
+                                    * coop3_n256_held hands a tile's held stage back in
+                                    * the next tile's only k-tile */
 };
 
 Test(prenorm_gemm, variants, .timeout = 1200)
@@ -464,14 +468,18 @@ Test(prenorm_gemm, unsupported)
     a.A = p.dA + 1; /* 2-byte aligned only */
     cr_expect_eq(nf_prenorm_gemm_fwd(ctx, NF_IMPL_FUSED, &a), NF_ERR_MISALIGNED, "A+1: %s", nf_last_error());
     a.A = p.dA;
-    /* coop3_n256's loader numbers tiles in 32 bits (tile_scheduler::decode<uint32_t>):
+    /* The coop3 loader numbers tiles in 32 bits (tile_scheduler::decode<uint32_t>):
      * a grid of 2^31 tiles or more is refused, naming the variant, before any
      * launch.  The buffers hold 16 rows; the shape is only declared. */
     a.M = INT32_MAX;
     a.N = a.ldw = a.ldwg = a.ldy = (int64_t)1 << 20; /* 11184811 x 4096 tiles of 192 x 256 */
-    cr_expect_eq(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, NF_PRENORM_COOP3_N256), NF_ERR_UNSUPPORTED_SHAPE,
-                 "2^31 tiles: %s", nf_last_error());
-    cr_expect(strstr(nf_last_error(), "coop3_n256") != NULL, "the message names the variant: %s", nf_last_error());
+    static const nf_prenorm_variant loaders[] = {NF_PRENORM_COOP3_N256, NF_PRENORM_COOP3_N256_HELD};
+    for (size_t i = 0; i < sizeof loaders / sizeof loaders[0]; ++i) {
+        const char *name = nf_prenorm_variant_name(loaders[i]);
+        cr_expect_eq(nf_fused_prenorm_gemm_fwd_variant(ctx, &a, loaders[i]), NF_ERR_UNSUPPORTED_SHAPE,
+                     "%s, 2^31 tiles: %s", name, nf_last_error());
+        cr_expect(strstr(nf_last_error(), name) != NULL, "the message names %s: %s", name, nf_last_error());
+    }
     CUDA_CHECK(cudaDeviceSynchronize());
     nf_bf16 *Y = malloc((size_t)(s.M * p.ldy) * 2);
     cr_assert(Y != NULL);

@@ -42,6 +42,13 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
                  ::"r"(smem_u32(bar)) : "memory");
 }
 
+/* Arrive `count` times at once (one thread for a group known to be done). */
+__device__ __forceinline__ void mbar_arrive_count(uint64_t *bar, uint32_t count)
+{
+    asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared::cta.b64 st, [%0], %1;\n}"
+                 ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+
 /* Arrive and announce `bytes` of copy-engine traffic for this phase, in the
  * lanes where `issue` is nonzero (predicated, as tma_load_2d_if). */
 __device__ __forceinline__ void mbar_arrive_expect_tx_if(uint32_t issue, uint64_t *bar, uint32_t bytes)

@@ -39,6 +39,9 @@
  * (config3_held): the same on 4 stages, with no Y buffer of its own: each
  * warpgroup's 2-slot ring lies in the tile's last stage, which the mainloop
  * keeps and the next tile's first k-tile hands back (fused/NOTES.md v33).
+ * coop_n256_s4_held (config_held): coop_n256_s4 with the same held stage
+ * holding a 3-slot Y ring per warpgroup instead of its own 2 slots
+ * (fused/NOTES.md v34).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -83,7 +86,8 @@
  * 64 KB Y tile + barriers ~ 213 KB; coop_n256_s4: 4 x 48 KB stages +
  * 2 x 2 x 8 KB Y slots + barriers ~ 226 KB; coop3_n256: 3 x 56 KB stages +
  * 3 x 2 x 8 KB Y slots + barriers ~ 218 KB; coop3_n256_held: 4 x 56 KB
- * stages + barriers ~ 226 KB (165 registers).
+ * stages + barriers ~ 226 KB (160 registers); coop_n256_s4_held: 4 x 48 KB
+ * stages + barriers ~ 194 KB.
  * Measured (H200, the suite of f42adb4 and five readings after it, this
  * machine code, fused and cuBLASLt timed in turn, fused/NOTES.md "Bench at
  * f42adb4"): the picked variant takes 0.89-1.03x the time of cuBLASLt's GEMM
@@ -127,6 +131,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include <type_traits>
 
 #include "fused.h"
 #include "hopper/cluster.cuh"
@@ -216,6 +222,8 @@ template <int BN_, int STAGES_, int Y_SLOTS_>
 struct config3 : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 3, false> {};
 template <int BN_, int STAGES_, int Y_SLOTS_>
 struct config3_held : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 3, false, true> {};
+template <int BN_, int STAGES_, int Y_SLOTS_>
+struct config_held : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 2, true, true> {};
 
 /* The loader's position: the tile and k-tile it loads next, that tile's
  * origin, and the stage it goes to. */
@@ -469,16 +477,26 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
     const uint64_t db0 = wgmma_desc_sw128(smem_u32(s.b[0][0]), C::B_BOX_BYTES, kSwizzleAtomBytes);
     float ss = 0.0f;
     ring_pos<C::STAGES> prev = p;
-    for (int kt = 0; kt < k_tiles; ++kt) {
+    /* One k-tile: kAny (kt tells whether it is the first) or, with Y_HELD,
+     * kFirst and kLater: the first k-tile, which also hands back the previous
+     * tile's held stage, is peeled off the loop, so that the loop keeps its
+     * descriptors in the uniform datapath (with the branch inside it, ptxas
+     * rebuilt them and the row offsets every k-tile: coop_n256_s4_held's loop
+     * 154 instructions, 131 peeled, coop_n256_s4's 120; coop3_n256_held's 427,
+     * 255 peeled, coop3_n256's 252, its loader's turn included). */
+    enum { kAny, kFirst, kLater };
+    auto k_tile = [&](int kt, auto which) {
+        constexpr int kWhich = decltype(which)::value;
         s.ring.consumer_wait(p);
         const uint64_t da = da0 + p.stage * kAStep, db = db0 + p.stage * kBStep;
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < C::BK / kWgmmaK; ++kk) /* acc += A[:, 16kk..] @ Wg[16kk.., :] */
-            wgmma_bmn<C::BN>(acc, da + kk * kAK16, db + kk * kBK16, (kt | kk) != 0);
+            wgmma_bmn<C::BN>(acc, da + kk * kAK16, db + kk * kBK16,
+                             kWhich == kAny ? (kt | kk) != 0 : kWhich == kLater || kk != 0);
         wgmma_commit();
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
-        if (kt > 0) {
+        if (kWhich == kAny ? kt > 0 : kWhich == kLater) {
             release_stage<C>(s.ring, prev);
             refill(); /* PRODUCER_WG false: the loader's next load */
         }
@@ -486,7 +504,7 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
         ss = row_sumsq(s.a[p.stage] + row * kSwizzleBytes, chunk_off, ss);
         /* Y_HELD: the previous tile's last stage back to the loads, once this
          * warpgroup's Y stores in it have read it (its four warps at once) */
-        if (C::Y_HELD && kt == 0 && held >= 0) {
+        if (kWhich == kFirst && held >= 0) {
             if (tid == 0) {
                 tma_store_wait_read<0>();
                 mbar_arrive_count(&s.ring.empty[held], kWarpsPerWarpgroup);
@@ -495,6 +513,14 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
         }
         prev = p;
         p.advance();
+    };
+    if constexpr (C::Y_HELD) {
+        k_tile(0, std::integral_constant<int, kFirst>{});
+        for (int kt = 1; kt < k_tiles; ++kt)
+            k_tile(kt, std::integral_constant<int, kLater>{});
+    } else {
+        for (int kt = 0; kt < k_tiles; ++kt)
+            k_tile(kt, std::integral_constant<int, kAny>{});
     }
     sums_done(ss);
     wgmma_wait<0>();
@@ -831,12 +857,14 @@ using coop_n256_dyn = config<256, 3, 1, 4, true>;
 using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
 using coop3_n256 = config3<256, 3, 2>;
 using coop3_n256_held = config3_held<256, 4, 2>;
+using coop_n256_s4_held = config_held<256, 4, 3>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
 static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, cluster shared memory");
 static_assert(smem_bytes<coop3_n256>() <= kMaxSmem, "192-row tiles, 3 stages shared memory");
 static_assert(smem_bytes<coop3_n256_held>() <= kMaxSmem, "192-row tiles, 4 stages, Y in the held stage shared memory");
+static_assert(smem_bytes<coop_n256_s4_held>() <= kMaxSmem, "BN=256, 4 stages, Y in the held stage shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -855,6 +883,7 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_COOP_N256_S4_DYN: return f(config_tag<coop_n256_s4_dyn>{});
     case NF_PRENORM_COOP3_N256: return f(config_tag<coop3_n256>{});
     case NF_PRENORM_COOP3_N256_HELD: return f(config_tag<coop3_n256_held>{});
+    case NF_PRENORM_COOP_N256_S4_HELD: return f(config_tag<coop_n256_s4_held>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -875,6 +904,7 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_COOP_N256_S4_DYN: return "coop_n256_s4_dyn";
     case NF_PRENORM_COOP3_N256: return "coop3_n256";
     case NF_PRENORM_COOP3_N256_HELD: return "coop3_n256_held";
+    case NF_PRENORM_COOP_N256_S4_HELD: return "coop_n256_s4_held";
     default: return "?";
     }
 }
@@ -910,8 +940,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  * 524288x1024x256, where its three stages hold too little in flight, and
  * behind the picks everywhere else (fused/NOTES.md v32).  On the H100 it
  * loses at K = 1024 by more and wins at K = 512 by 1-2 %: not picked there.
- * At K >= 1024 the same tiles on four stages, the Y ring in the held last
- * stage (coop3_n256_held; fused/NOTES.md v33).
  *
  * A device of under NF_PRENORM_H100_MEMORY_GBPS (4 TB/s) takes the H100's
  * pick; any other (or one that does not report its memory) the H200's. */
@@ -922,8 +950,8 @@ extern "C" nf_prenorm_variant nf_prenorm_pick_for_bandwidth(int mem_gbps, int64_
     const bool h100_memory = mem_gbps > 0 && mem_gbps < NF_PRENORM_H100_MEMORY_GBPS;
     if (h100_memory && M >= 131072 && N <= 512 && K * N <= 131072)
         return NF_PRENORM_COOP_N256_S4_DYN;
-    if (!h100_memory && M >= 524288 && N <= 256 && K >= 512) /* 192-row tiles: fused/NOTES.md v32, v33 */
-        return K < 1024 ? NF_PRENORM_COOP3_N256 : NF_PRENORM_COOP3_N256_HELD;
+    if (!h100_memory && M >= 524288 && N <= 256 && K >= 512 && K < 1024)
+        return NF_PRENORM_COOP3_N256; /* 192-row tiles: fused/NOTES.md v32 */
     const int64_t s4_widest = h100_memory ? 512 : 256; /* the widest N the 4th stage pays at, K >= 512 */
     return N <= s4_widest && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
 }

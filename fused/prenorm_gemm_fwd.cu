@@ -187,7 +187,7 @@ struct tile_config {
      * ring of fewer (the shared memory goes to a deeper stage ring instead) */
     static constexpr int Y_SLOTS = Y_SLOTS_;
     /* the Y ring in the tile's last stage, held from the loads until the next
-     * tile's first k-tile, not in a buffer of its own (config3_held) */
+     * tile's first k-tile, not in a buffer of its own (config3_held, config_held) */
     static constexpr bool Y_HELD = Y_HELD_;
     /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
     static constexpr int EMPTY_ARRIVALS = CONSUMERS * kWarpsPerWarpgroup * CLUSTER;

@@ -11,13 +11,9 @@
 set -u
 command -v python3 > /dev/null || { echo "no python3 here: ab_patches_test skipped"; exit 77; }
 src="$1"
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
-status=0
-t="$dir/tree"
-mkdir -p "$t/fused/tools" "$t/scripts" "$dir/bin"
-cp "$src/fused/tools/ab_patches.sh" "$src/fused/tools/run_probe.sh" "$t/fused/tools/"
-cp "$src/scripts/gpu_env.sh" "$src/scripts/probe_ratios.py" "$src/scripts/clock_summary.py" "$t/scripts/"
+# shellcheck source=cmake/check_probe_tools_lib.sh
+. "$src/cmake/check_probe_tools_lib.sh" # scratch_tree, gpu, expect_rc, expect_out
+scratch_tree ab_patches.sh probe_ratios.py clock_summary.py # $dir, $t, status
 cat > "$t/fused/tools/build_probe.sh" <<'EOT'
 #!/bin/bash
 # stand-in: BIN prints a probe table scaled by the diff's name; LOG a ptxas line
@@ -39,8 +35,6 @@ chmod +x "$1"
 echo "ptxas info    : Used 168 registers, used 16 barriers" > "$2"
 EOT
 chmod +x "$t/fused/tools/build_probe.sh"
-# shellcheck source=cmake/check_probe_tools_lib.sh
-. "$src/cmake/check_probe_tools_lib.sh" # gpu, a cuobjdump, expect_rc, expect_out
 for n in fast slow fails broken; do echo "--- a/fused/x.cu" > "$dir/$n.diff"; done
 ab() { # ARGS: ab_patches.sh's exit status in rc, its output in $dir/out
   rc=0

@@ -12,14 +12,9 @@
 set -u
 command -v python3 > /dev/null || { echo "no python3 here: trace_shapes_test skipped"; exit 77; }
 src="$1"
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
-status=0
-t="$dir/tree"
-mkdir -p "$t/fused/tools" "$t/scripts" "$dir/bin"
-cp "$src/fused/tools/trace_shapes.sh" "$src/fused/tools/run_probe.sh" "$t/fused/tools/"
-cp "$src/scripts/gpu_env.sh" "$src/scripts/prenorm_trace.py" "$src/scripts/bwd_phases.py" "$src/scripts/bench_compare.py" "$src/scripts/clock_summary.py" \
-  "$t/scripts/"
+# shellcheck source=cmake/check_probe_tools_lib.sh
+. "$src/cmake/check_probe_tools_lib.sh" # scratch_tree, gpu, expect_rc, expect_out
+scratch_tree trace_shapes.sh prenorm_trace.py bwd_phases.py bench_compare.py clock_summary.py # $dir, $t, status
 cat > "$t/fused/tools/build_probe.sh" <<'EOT'
 #!/bin/bash
 # stand-in: BIN writes traces (spans scaled by the diff's name); LOG a ptxas line
@@ -47,8 +42,6 @@ chmod +x "$1"
 echo "ptxas info    : Used 168 registers, used 16 barriers" > "$2"
 EOT
 chmod +x "$t/fused/tools/build_probe.sh"
-# shellcheck source=cmake/check_probe_tools_lib.sh
-. "$src/cmake/check_probe_tools_lib.sh" # gpu, a cuobjdump, expect_rc, expect_out
 for n in fast slow silent broken; do echo "--- a/fused/x.cu" > "$dir/$n.diff"; done
 ts() { # ARGS: trace_shapes.sh's exit status in rc, its output in $dir/out
   rc=0

@@ -31,8 +31,9 @@
  *                   owns it.
  *   variants        every tile variant (fused/fused.h) within the budget,
  *                   coop3_n256 and coop3_n256_held also where their loader
- *                   runs tiles ahead (K = 56, where coop3_n256_held hands a
- *                   tile's held stage back in the next tile's only k-tile).
+ *                   runs tiles ahead (K = 56, where the two held variants
+ *                   hand a tile's held stage back in the next tile's only
+ *                   k-tile).
  *   last_round      shapes one or a few tiles past whole rounds of the
  *                   persistent grid, every row of the last panel judged.
  *   dynamic_tiles   the variants that claim tiles from a counter, launched
@@ -303,9 +304,9 @@ static const shape variant_shapes[] = {
     {1, 136, 8, 0, 1, 0.0}, {333, 264, 520, 8, 1, 0.03}, {4097, 256, 264, 0, 0, 0.0},
     {20000, 264, 1032, 8, 1, 0.0}, /* 785 tiles of 128x256: several per CTA */
     {40000, 56, 264, 0, 1, 0.0},   /* one k-tile a tile, several tiles a CTA: the coop3
-                                    * loader runs tiles ahead of its consumers, and
-                                    * coop3_n256_held hands a tile's held stage back in
-                                    * the next tile's only k-tile */
+                                    * loader runs tiles ahead of its consumers, and the
+                                    * held variants hand a tile's held stage back in the
+                                    * next tile's only k-tile */
 };
 
 Test(prenorm_gemm, variants, .timeout = 1200)

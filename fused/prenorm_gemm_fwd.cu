@@ -457,12 +457,13 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
  * once per tile: a stage, and a k16 step within it, only move the operand's
  * start address, a whole number of 16-byte units in the descriptor's low
  * field (shared memory ends below 256 KB, so the 14-bit field never carries),
- * so each wgmma's descriptors are one add from the stage-0 ones. */
+ * so each wgmma's descriptors are one add from the stage-0 ones.  Returns the
+ * tile's last stage, which Y_HELD keeps for the Y ring (`held`: the previous
+ * tile's, -1 before the first tile). */
 template <class C, class SumsDone, class Refill>
-__device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
-                                         float (&acc)[C::ACC], int cw, int tid, int k_tiles,
-                                         SumsDone &&sums_done, Refill &&refill, int held,
-                                         ring_pos<C::STAGES> &last)
+__device__ __forceinline__ uint32_t mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
+                                             float (&acc)[C::ACC], int cw, int tid, int k_tiles,
+                                             SumsDone &&sums_done, Refill &&refill, int held)
 {
     static_assert(smem_bytes<C>() + 1024 <= (0x3FFFu + 1) * 16,
                   "descriptor start addresses (14 bits of 16-byte units) must not carry: "
@@ -481,9 +482,10 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
      * kFirst and kLater: the first k-tile, which also hands back the previous
      * tile's held stage, is peeled off the loop, so that the loop keeps its
      * descriptors in the uniform datapath (with the branch inside it, ptxas
-     * rebuilt them and the row offsets every k-tile: coop_n256_s4_held's loop
-     * 154 instructions, 131 peeled, coop_n256_s4's 120; coop3_n256_held's 427,
-     * 255 peeled, coop3_n256's 252, its loader's turn included). */
+     * rebuilt them and the row offsets every k-tile; from the loop's head to
+     * its branch back, NOPs included: coop_n256_s4_held 154 instructions, 131
+     * peeled, coop_n256_s4 120; coop3_n256_held 427, 255 peeled, coop3_n256
+     * 252, its loader's turn included). */
     enum { kAny, kFirst, kLater };
     auto k_tile = [&](int kt, auto which) {
         constexpr int kWhich = decltype(which)::value;
@@ -525,11 +527,11 @@ __device__ __forceinline__ void mainloop(shared_storage<C> &s, ring_pos<C::STAGE
     sums_done(ss);
     wgmma_wait<0>();
     wgmma_fence_regs(acc);
-    last = prev;
     if (!C::Y_HELD) {
         release_stage<C>(s.ring, prev);
         refill();
     }
+    return prev.stage;
 }
 
 /* rstd = 1/sqrt(ss/K + eps) of this warpgroup's rows into s.rstd (read by the
@@ -710,11 +712,10 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
                 publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
             };
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 0);
-            ring_pos<C::STAGES> last;
-            mainloop<C>(s, p, acc, cw, tid, k_tiles, publish, refill, held, last);
+            const uint32_t last = mainloop<C>(s, p, acc, cw, tid, k_tiles, publish, refill, held);
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 2);
-            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y, last.stage);
-            held = (int)last.stage;
+            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y, last);
+            held = (int)last;
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 1);
             ++tiles;
         }

@@ -665,7 +665,8 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
     const int64_t row0 = m0 + cw * C::WG_ROWS;
     float rs0[C::MI] = {}, rs1[C::MI] = {}; /* rstd of rows r0, r1 of each m64 block */
     if constexpr (C::SHARE_A) {
-        mbar_wait(&s.rstd_bar[0], (uint32_t)tile & 1u); /* both CTAs' rows are in */
+        /* both CTAs' rows are in (the peer's st.async: acquired at cluster scope) */
+        mbar_wait_cluster(&s.rstd_bar[0], (uint32_t)tile & 1u);
 #pragma unroll
         for (int mi = 0; mi < C::MI; ++mi) {
             rs0[mi] = s.rstd[cw * C::WG_ROWS + mi * kWgmmaM + r0];

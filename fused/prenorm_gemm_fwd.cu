@@ -595,13 +595,17 @@ __device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int
  * exchange the rstd: this CTA's rows go to its s.rstd by st.shared and to the
  * peer's by st.async, counted on the peer's full barrier (rstd_bar[0]).  A
  * tile's phase of full completes with the 128 arrivals of this CTA's writers
- * (one of them expecting the peer's 512 bytes) and those bytes.  empty
- * (rstd_bar[1]) collects the 8 consumer warps of both CTAs once they have
- * read the tile's rstd, at the start of its epilogue; the next tile's
- * writers, at the end of its mainloop, wait for that.  One buffer is enough
- * for that distance (and all the 227 KB leave room for: 4 stages of 48 KB, 2
- * Y slots a warpgroup).  Each row is summed once, by one CTA, so both CTAs
- * scale it by the same rstd. */
+ * (one of them expecting the peer's 512 bytes) and those bytes; like a
+ * multicast stage, it is waited for at CTA scope.  empty (rstd_bar[1])
+ * collects the 8 consumer warps of both CTAs at the end of the tile's
+ * epilogue, by relaxed arrives: the rstd they read were multiplied into Y
+ * before, so those reads are done.  The next tile's writers, at the end of
+ * its mainloop, wait for that.  One buffer is enough for that distance (and
+ * all the 227 KB leave room for: 4 stages of 48 KB, 2 Y slots a warpgroup).
+ * Cluster-scope release and acquire here (a MEMBAR.GPU before each arrive,
+ * an L1 invalidate after each wait) made the kernel 10-12 % slower on the
+ * H100 (fused/NOTES.md v36).  Each row is summed once, by one CTA, so both
+ * CTAs scale it by the same rstd. */
 template <class C>
 __device__ __forceinline__ void publish_rstd_pair(shared_storage<C> &s, float ss, int cw, int tid, int rank,
                                                   int tile, int64_t m0, int64_t M, int64_t K, float eps,
@@ -612,7 +616,7 @@ __device__ __forceinline__ void publish_rstd_pair(shared_storage<C> &s, float ss
     const float rstd = 1.0f / sqrtf(ss / (float)K + eps);
     if (tid % kRowThreads == 0) {
         uint64_t *full = &s.rstd_bar[0], *empty = &s.rstd_bar[1];
-        mbar_wait_cluster(empty, ((uint32_t)tile & 1u) ^ 1u); /* the previous tile's readers are done */
+        mbar_wait(empty, ((uint32_t)tile & 1u) ^ 1u); /* the previous tile's readers are done */
         float *slot = &s.rstd[row];
         const float v = isinf(ss) ? __int_as_float(0x7fc00000) : rstd; /* as publish_rstd */
         *slot = v;
@@ -665,17 +669,11 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
     const int64_t row0 = m0 + cw * C::WG_ROWS;
     float rs0[C::MI] = {}, rs1[C::MI] = {}; /* rstd of rows r0, r1 of each m64 block */
     if constexpr (C::SHARE_A) {
-        /* both CTAs' rows are in (the peer's st.async: acquired at cluster scope) */
-        mbar_wait_cluster(&s.rstd_bar[0], (uint32_t)tile & 1u);
+        mbar_wait(&s.rstd_bar[0], (uint32_t)tile & 1u); /* both CTAs' rows are in */
 #pragma unroll
         for (int mi = 0; mi < C::MI; ++mi) {
             rs0[mi] = s.rstd[cw * C::WG_ROWS + mi * kWgmmaM + r0];
             rs1[mi] = s.rstd[cw * C::WG_ROWS + mi * kWgmmaM + r1];
-        }
-        __syncwarp();
-        if (l == 0) { /* read: s.rstd is free for the next tile, here and in the peer */
-            mbar_arrive(&s.rstd_bar[1]);
-            mbar_arrive_release_cluster(dsmem_map(&s.rstd_bar[1], (uint32_t)rank ^ 1u));
         }
     }
 #pragma unroll
@@ -717,6 +715,13 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
                     tma_store_2d(tm_y, y_slot<C>(s, cw, bb % C::Y_SLOTS, held), (int32_t)c, (int32_t)r);
             }
             tma_store_commit(); /* ring: a group per box, even an empty one (groups are counted) */
+        }
+    }
+    if constexpr (C::SHARE_A) {
+        __syncwarp();
+        if (l == 0) { /* s.rstd is free for the next tile, here and in the peer */
+            mbar_arrive(&s.rstd_bar[1]);
+            mbar_arrive_cluster(dsmem_map(&s.rstd_bar[1], (uint32_t)rank ^ 1u));
         }
     }
 }

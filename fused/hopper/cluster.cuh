@@ -115,14 +115,6 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t remote)
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
-/* Arrive on the mbarrier at shared::cluster address `remote`, releasing this
- * thread's prior accesses at cluster scope: for a peer that will overwrite
- * what this thread (or its warp, after __syncwarp) has just read. */
-__device__ __forceinline__ void mbar_arrive_release_cluster(uint32_t remote)
-{
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-
 /* 4 bytes into shared::cluster address `remote` (a peer's shared memory),
  * counted as complete_tx bytes on the peer's mbarrier at `remote_bar`: the
  * peer sees the value once that barrier's phase completes, and the writer

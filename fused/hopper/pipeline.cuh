@@ -85,18 +85,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
         "}" ::"r"(smem_u32(bar)), "r"(parity) : "memory");
 }
 
-/* mbar_wait acquiring at cluster scope: for a phase completed by arrivals
- * of another CTA of the cluster that release at cluster scope. */
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t *bar, uint32_t parity)
-{
-    asm volatile(
-        "{\n"
-        " .reg .pred done;\n"
-        "WAIT_%=:\n"
-        " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-        " @!done bra WAIT_%=;\n"
-        "}" ::"r"(smem_u32(bar)), "r"(parity) : "memory");
-}
 /* Position in the ring: stage index and phase parity of use u. */
 template <int STAGES>
 struct ring_pos {

@@ -15,8 +15,7 @@ extern "C" {
  * 128-row tiles shared by two consumer warpgroups but COOP3's 192 rows on
  * three; COOP = one CTA per tile; CLUSTER2 = clusters of two CTAs on
  * vertically adjacent tiles sharing each Wg tile through TMA multicast;
- * CLUSTER2A = clusters of two on horizontally adjacent 256-row tiles sharing
- * each A tile the same way; N128/N256 = N-tile width. */
+ * N128/N256 = N-tile width. */
 typedef enum nf_prenorm_variant {
     NF_PRENORM_AUTO = 0, /* what nf_fused_prenorm_gemm_fwd picks for the shape */
     NF_PRENORM_COOP_N128,
@@ -30,7 +29,6 @@ typedef enum nf_prenorm_variant {
     NF_PRENORM_COOP3_N256,       /* 192-row tiles, three consumer warpgroups, no producer warpgroup */
     NF_PRENORM_COOP3_N256_HELD,  /* COOP3_N256 on 4 stages, its Y ring in the tile's last stage, held */
     NF_PRENORM_COOP_N256_S4_HELD, /* COOP_N256_S4 with a 3-slot Y ring in the held last stage */
-    NF_PRENORM_CLUSTER2A_N128,   /* 256x128 tiles, 2-CTA clusters along N sharing each A tile */
     NF_PRENORM_VARIANT_COUNT
 } nf_prenorm_variant;
 

@@ -41,13 +41,7 @@
  * keeps and the next tile's first k-tile hands back (fused/NOTES.md v33).
  * coop_n256_s4_held (config_held): coop_n256_s4 with the same held stage
  * holding a 3-slot Y ring per warpgroup instead of its own 2 slots
- * (fused/NOTES.md v34).  cluster2a_n128 (config_share_a): 256x128 tiles,
- * each consumer warpgroup 128 rows (two m64n128k16 a k16), the two CTAs of a
- * cluster on the two N-tiles of the same 256 rows, each loading 128 rows of
- * every A tile and multicasting them to both, each summing the squares of
- * only the rows it loads and handing their rstd to the other through
- * distributed shared memory (publish_rstd_pair; v15's layout, which summed
- * all 256 rows in both CTAs; fused/NOTES.md v36).
+ * (fused/NOTES.md v34).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -180,17 +174,12 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * 384 threads, the most whose 168-register cap still holds an m64n256k16
  * wgmma's 128 accumulators (fused/NOTES.md, "Considered after v25"). */
 template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_, bool DYNAMIC_, int CONSUMERS_, bool PRODUCER_WG_,
-          bool Y_HELD_ = false, bool SHARE_A_ = false>
+          bool Y_HELD_ = false>
 struct tile_config {
     static constexpr int CONSUMERS = CONSUMERS_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_;
-    /* SHARE_A: the cluster's CTAs lie along N and share each A tile, and each
-     * consumer warpgroup owns MI = 2 m64 blocks of rows (config_share_a) */
-    static constexpr bool SHARE_A = SHARE_A_;
-    static constexpr int MI = SHARE_A ? 2 : 1, WG_ROWS = MI * kWgmmaM;
-    static constexpr int BM = CONSUMERS * WG_ROWS, BN = BN_, BK = 64, STAGES = STAGES_;
+    static constexpr int BM = CONSUMERS * kWgmmaM, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int CLUSTER = CLUSTER_;
-    static constexpr int CLUSTER_M = SHARE_A ? 1 : CLUSTER, CLUSTER_N = SHARE_A ? CLUSTER : 1;
     /* tiles claimed from a global counter (scheduler.cuh), not walked in a
      * fixed stride; the producer tells the consumers each tile through s.tile */
     static constexpr bool DYNAMIC = DYNAMIC_;
@@ -203,25 +192,16 @@ struct tile_config {
     /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
     static constexpr int EMPTY_ARRIVALS = CONSUMERS * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = (CONSUMERS + (PRODUCER_WG ? 1 : 0)) * kWarpgroupThreads;
-    static constexpr int ACC = BN / 2;                 /* fp32 accumulators / thread and m64 block */
-    static constexpr int A_BYTES = BM * BK * kBf16;    /* 16 KB (24 KB: 3 consumers; 32 KB: SHARE_A) */
-    /* rows of A one CTA loads (and sums the squares of): SHARE_A, its share
-     * of the cluster's, multicast to every CTA; otherwise the tile's */
-    static constexpr int A_BOX_ROWS = BM / CLUSTER_N;
-    static constexpr int A_BOX_BYTES = A_BOX_ROWS * BK * kBf16;
+    static constexpr int ACC = BN / 2;                       /* fp32 accumulators / thread */
+    static constexpr int A_BYTES = BM * BK * kBf16;          /* 16 KB (24 KB: 3 consumers) */
     static constexpr int B_BOXES = BN / kSwizzleCols;        /* 64-wide column blocks */
     static constexpr int B_BOX_BYTES = BK * kSwizzleCols * kBf16; /* 8 KB */
     static constexpr int STAGE_BYTES = A_BYTES + B_BOXES * B_BOX_BYTES;
     static constexpr int Y_BOX_ROWS = kWgmmaM;               /* one warpgroup's rows */
     static constexpr int Y_BOX_BYTES = Y_BOX_ROWS * kSwizzleCols * kBf16; /* 8 KB */
-    static constexpr int Y_BOXES = MI * B_BOXES; /* 64x64 Y boxes per warpgroup and tile */
     static_assert(BK * kBf16 == kSwizzleBytes, "a k-tile row of A is one swizzled row");
-    static_assert(B_BOXES % CLUSTER_M == 0, "the Wg boxes split evenly over the cluster");
-    static_assert(A_BOX_ROWS * kRowThreads == CONSUMERS * kWarpgroupThreads,
-                  "every consumer thread sums the squares of half a row this CTA loads");
-    static_assert(Y_SLOTS >= 2 && Y_SLOTS <= Y_BOXES, "a Y ring needs two slots to overlap");
-    static_assert(!SHARE_A || (CLUSTER == 2 && PRODUCER_WG && !DYNAMIC_ && !Y_HELD_),
-                  "A is shared by a pair of CTAs, loaded by producer warpgroups, static tiles");
+    static_assert(B_BOXES % CLUSTER == 0, "the Wg boxes split evenly over the cluster");
+    static_assert(Y_SLOTS >= 2 && Y_SLOTS <= B_BOXES, "a Y ring needs two slots to overlap");
     static_assert(!DYNAMIC || CLUSTER == 1, "dynamic tiles are claimed per CTA");
     /* the most tiles plus grid a launch may have (0: no bound): DYNAMIC's claims
      * run on a 32-bit counter; the loader decodes tiles in 32 bits */
@@ -244,8 +224,6 @@ template <int BN_, int STAGES_, int Y_SLOTS_>
 struct config3_held : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 3, false, true> {};
 template <int BN_, int STAGES_, int Y_SLOTS_>
 struct config_held : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 2, true, true> {};
-template <int BN_, int STAGES_, int Y_SLOTS_>
-struct config_share_a : tile_config<BN_, STAGES_, 2, Y_SLOTS_, false, 2, true, false, true> {};
 
 /* The loader's position: the tile and k-tile it loads next, that tile's
  * origin, and the stage it goes to. */
@@ -263,12 +241,10 @@ struct shared_storage {
     alignas(kSmemAlign) uint8_t y[C::Y_HELD ? 1 : C::CONSUMERS][C::Y_HELD ? 1 : C::Y_SLOTS]
                                  [C::Y_HELD ? kChunkBytes : C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
-    float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63]; SHARE_A: publish_rstd_pair */
+    float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
     /* DYNAMIC: the tile whose first k-tile a stage holds (-1: no more tiles) */
     int64_t tile[C::DYNAMIC ? C::STAGES : 1];
     loader_state load; /* PRODUCER_WG false: the loader's position */
-    /* SHARE_A: publish_rstd_pair's barriers, full then empty */
-    uint64_t rstd_bar[C::SHARE_A ? 2 : 1];
 };
 
 template <class C>
@@ -286,14 +262,10 @@ __device__ __forceinline__ void load_stage(shared_storage<C> &s, const ring_pos<
     constexpr uint16_t kAllCtas = (uint16_t)((1u << C::CLUSTER) - 1u);
     s.ring.producer_expect(p, C::STAGE_BYTES);
     uint64_t *full = &s.ring.full[p.stage];
-    if (C::SHARE_A) /* my rows of A[m0.., k..], to every CTA of the cluster */
-        tma_load_2d_multicast(s.a[p.stage] + rank * C::A_BOX_BYTES, tm_a, full, kt * C::BK,
-                              m0 + rank * C::A_BOX_ROWS, kAllCtas);
-    else
-        tma_load_2d(s.a[p.stage], tm_a, full, kt * C::BK, m0);        /* A[m0.., k..] */
+    tma_load_2d(s.a[p.stage], tm_a, full, kt * C::BK, m0);            /* A[m0.., k..] */
 #pragma unroll
     for (int bx = 0; bx < C::B_BOXES; ++bx) {                        /* Wg[k.., n..] */
-        if (C::CLUSTER_M == 1)
+        if (C::CLUSTER == 1)
             tma_load_2d(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols, kt * C::BK);
         else if (bx % C::CLUSTER == rank) /* my share, to every CTA of the cluster */
             tma_load_2d_multicast(s.b[p.stage][bx], tm_b, full, n0 + bx * kSwizzleCols, kt * C::BK,
@@ -305,7 +277,7 @@ template <class C>
 __device__ __forceinline__ void produce(shared_storage<C> &s, const CUtensorMap *tm_a,
                                         const CUtensorMap *tm_b, int64_t M, int64_t N, int k_tiles)
 {
-    tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER_M, C::CLUSTER_N);
+    tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
     ring_pos<C::STAGES> p;
     tile_coord t;
     while (sched.fetch(t)) {
@@ -487,24 +459,21 @@ __device__ __forceinline__ void release_stage(ring_barriers<C::STAGES> &ring, co
  * field (shared memory ends below 256 KB, so the 14-bit field never carries),
  * so each wgmma's descriptors are one add from the stage-0 ones.  Returns the
  * tile's last stage, which Y_HELD keeps for the Y ring (`held`: the previous
- * tile's, -1 before the first tile).  The rows this thread sums the squares
- * of start at ss_row0 (SHARE_A: the rows this CTA loads; 0 otherwise), those
- * its wgmma multiply at WG_ROWS cw. */
+ * tile's, -1 before the first tile). */
 template <class C, class SumsDone, class Refill>
 __device__ __forceinline__ uint32_t mainloop(shared_storage<C> &s, ring_pos<C::STAGES> &p,
-                                             float (&acc)[C::MI][C::ACC], int cw, int tid, int k_tiles,
-                                             SumsDone &&sums_done, Refill &&refill, int held, int ss_row0)
+                                             float (&acc)[C::ACC], int cw, int tid, int k_tiles,
+                                             SumsDone &&sums_done, Refill &&refill, int held)
 {
     static_assert(smem_bytes<C>() + 1024 <= (0x3FFFu + 1) * 16,
                   "descriptor start addresses (14 bits of 16-byte units) must not carry: "
                   "the whole shared window, the driver's 1 KB included, below 256 KB");
     constexpr uint32_t kAStep = C::A_BYTES >> 4, kBStep = (C::B_BOXES * C::B_BOX_BYTES) >> 4;
     constexpr uint32_t kAK16 = (kWgmmaK * kBf16) >> 4, kBK16 = (kWgmmaK * kSwizzleBytes) >> 4;
-    constexpr uint32_t kAM64 = (kWgmmaM * kSwizzleBytes) >> 4; /* the next m64 block of A */
-    const int row = ss_row0 + cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
+    const int row = cw * kWgmmaM + tid / kRowThreads, half = tid % kRowThreads;
     int chunk_off[4];
     row_chunks(row, half, chunk_off);
-    const uint64_t da0 = wgmma_desc_sw128(smem_u32(s.a[0]) + cw * C::WG_ROWS * kSwizzleBytes, kChunkBytes,
+    const uint64_t da0 = wgmma_desc_sw128(smem_u32(s.a[0]) + cw * kWgmmaM * kSwizzleBytes, kChunkBytes,
                                           kSwizzleAtomBytes);
     const uint64_t db0 = wgmma_desc_sw128(smem_u32(s.b[0][0]), C::B_BOX_BYTES, kSwizzleAtomBytes);
     float ss = 0.0f;
@@ -524,11 +493,9 @@ __device__ __forceinline__ uint32_t mainloop(shared_storage<C> &s, ring_pos<C::S
         const uint64_t da = da0 + p.stage * kAStep, db = db0 + p.stage * kBStep;
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < C::BK / kWgmmaK; ++kk) /* acc[mi] += A[64mi.., 16kk..] @ Wg[16kk.., :] */
-#pragma unroll
-            for (int mi = 0; mi < C::MI; ++mi)
-                wgmma_bmn<C::BN>(acc[mi], da + mi * kAM64 + kk * kAK16, db + kk * kBK16,
-                                 kWhich == kAny ? (kt | kk) != 0 : kWhich == kLater || kk != 0);
+        for (int kk = 0; kk < C::BK / kWgmmaK; ++kk) /* acc += A[:, 16kk..] @ Wg[16kk.., :] */
+            wgmma_bmn<C::BN>(acc, da + kk * kAK16, db + kk * kBK16,
+                             kWhich == kAny ? (kt | kk) != 0 : kWhich == kLater || kk != 0);
         wgmma_commit();
         wgmma_wait<1>(); /* the previous stage's wgmma is done: release it first, */
         if (kWhich == kAny ? kt > 0 : kWhich == kLater) {
@@ -559,9 +526,7 @@ __device__ __forceinline__ uint32_t mainloop(shared_storage<C> &s, ring_pos<C::S
     }
     sums_done(ss);
     wgmma_wait<0>();
-#pragma unroll
-    for (int mi = 0; mi < C::MI; ++mi)
-        wgmma_fence_regs(acc[mi]);
+    wgmma_fence_regs(acc);
     if (!C::Y_HELD) {
         release_stage<C>(s.ring, prev);
         refill();
@@ -589,48 +554,6 @@ __device__ __forceinline__ void publish_rstd(shared_storage<C> &s, float ss, int
     }
 }
 
-/* SHARE_A: each CTA of the pair sums the squares of the A_BOX_ROWS rows it
- * loads (so its generic reads of a stage touch only what its own producer
- * wrote there, and the CTA-scope stage release stays enough), and the two
- * exchange the rstd: this CTA's rows go to its s.rstd by st.shared and to the
- * peer's by st.async, counted on the peer's full barrier (rstd_bar[0]).  A
- * tile's phase of full completes with the 128 arrivals of this CTA's writers
- * (one of them expecting the peer's 512 bytes) and those bytes; like a
- * multicast stage, it is waited for at CTA scope.  empty (rstd_bar[1])
- * collects the 8 consumer warps of both CTAs at the end of the tile's
- * epilogue, by relaxed arrives: the rstd they read were multiplied into Y
- * before, so those reads are done.  The next tile's writers, at the end of
- * its mainloop, wait for that.  One buffer is enough for that distance (and
- * all the 227 KB leave room for: 4 stages of 48 KB, 2 Y slots a warpgroup).
- * Cluster-scope release and acquire here (a MEMBAR.GPU before each arrive,
- * an L1 invalidate after each wait) made the kernel 10-12 % slower on the
- * H100 (fused/NOTES.md v36).  Each row is summed once, by one CTA, so both
- * CTAs scale it by the same rstd. */
-template <class C>
-__device__ __forceinline__ void publish_rstd_pair(shared_storage<C> &s, float ss, int cw, int tid, int rank,
-                                                  int tile, int64_t m0, int64_t M, int64_t K, float eps,
-                                                  bool write_rstd, float *rstd_out)
-{
-    ss += __shfl_xor_sync(0xffffffffu, ss, 1); /* ss_i = both halves of row i */
-    const int first = rank * C::A_BOX_ROWS, row = first + cw * kWgmmaM + tid / kRowThreads;
-    const float rstd = 1.0f / sqrtf(ss / (float)K + eps);
-    if (tid % kRowThreads == 0) {
-        uint64_t *full = &s.rstd_bar[0], *empty = &s.rstd_bar[1];
-        mbar_wait(empty, ((uint32_t)tile & 1u) ^ 1u); /* the previous tile's readers are done */
-        float *slot = &s.rstd[row];
-        const float v = isinf(ss) ? __int_as_float(0x7fc00000) : rstd; /* as publish_rstd */
-        *slot = v;
-        const uint32_t peer = (uint32_t)rank ^ 1u;
-        dsmem_store_async_f32(dsmem_map(slot, peer), v, dsmem_map(full, peer));
-        if (row == first)
-            mbar_arrive_expect_tx(full, C::A_BOX_ROWS * (uint32_t)sizeof(float));
-        else
-            mbar_arrive(full);
-        if (write_rstd && m0 + row < M)
-            rstd_out[m0 + row] = rstd;
-    }
-}
-
 /* Warpgroup cw's Y slot j: its own buffer, or with Y_HELD the held stage's
  * 8 KB pieces, A's then Wg's boxes, slot cw * Y_SLOTS + j of them. */
 template <class C>
@@ -646,13 +569,11 @@ __device__ __forceinline__ uint8_t *y_slot(shared_storage<C> &s, int cw, int j, 
 }
 
 /* Y = bf16(acc * rstd) -> smem -> TMA store, one 64x64 box (one bulk group)
- * at a time.  Box b of a warpgroup: m64 block b / B_BOXES, columns
- * 64 (b % B_BOXES) of the tile.  SHARE_A: the rstd of tile `tile`, from
- * publish_rstd_pair (rank: this CTA's in the pair). */
+ * at a time. */
 template <class C>
-__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::MI][C::ACC], int cw,
-                                         int tid, int64_t m0, int64_t n0, int64_t M, int64_t N,
-                                         const CUtensorMap *tm_y, uint32_t held, int tile, int rank)
+__device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc)[C::ACC], int cw, int tid,
+                                         int64_t m0, int64_t n0, int64_t M, int64_t N, const CUtensorMap *tm_y,
+                                         uint32_t held)
 {
     /* BAR_EPILOGUE0 + cw; with two consumers spelled as the select it was,
      * which keeps those kernels' machine code (the add compiles otherwise) */
@@ -662,66 +583,48 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
      * the tile leaves as one group; with a ring, box bx waits only for the
      * store that last used its slot (Y_SLOTS groups ago, maybe the previous
      * tile's), and leaves as its own group. */
-    constexpr bool kRing = C::Y_SLOTS < C::Y_BOXES;
+    constexpr bool kRing = C::Y_SLOTS < C::B_BOXES;
     const int w = tid / 32, l = tid % 32;
-    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of an m64 block) */
+    const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
     const int mrow = w * 16 + ((l / 8) & 1) * 8 + l % 8; /* the row whose address lane l gives */
-    const int64_t row0 = m0 + cw * C::WG_ROWS;
-    float rs0[C::MI] = {}, rs1[C::MI] = {}; /* rstd of rows r0, r1 of each m64 block */
-    if constexpr (C::SHARE_A) {
-        mbar_wait(&s.rstd_bar[0], (uint32_t)tile & 1u); /* both CTAs' rows are in */
+    const int64_t row0 = m0 + cw * kWgmmaM;
+    float rs0 = 0.0f, rs1 = 0.0f;
 #pragma unroll
-        for (int mi = 0; mi < C::MI; ++mi) {
-            rs0[mi] = s.rstd[cw * C::WG_ROWS + mi * kWgmmaM + r0];
-            rs1[mi] = s.rstd[cw * C::WG_ROWS + mi * kWgmmaM + r1];
-        }
-    }
-#pragma unroll
-    for (int b = 0; b < C::Y_BOXES; ++b) {
-        const int mi = b / C::B_BOXES, bx = b % C::B_BOXES;
-        if (C::Y_HELD && b == 0) /* every warpgroup's wgmma and squares are done with the stage */
+    for (int bx = 0; bx < C::B_BOXES; ++bx) {
+        if (C::Y_HELD && bx == 0) /* every warpgroup's wgmma and squares are done with the stage */
             named_barrier_sync(BAR_HELD, C::CONSUMERS * kWarpgroupThreads);
-        if (b == 0 || kRing) {
+        if (bx == 0 || kRing) {
             if (tid == 0)
                 tma_store_wait_read<kRing ? C::Y_SLOTS - 1 : 0>();
             named_barrier_sync(bar, kWarpgroupThreads); /* slot free; s.rstd written */
         }
-        if (!C::SHARE_A && b == 0) {
-            rs0[0] = s.rstd[cw * kWgmmaM + r0];
-            rs1[0] = s.rstd[cw * kWgmmaM + r1];
+        if (bx == 0) {
+            rs0 = s.rstd[cw * kWgmmaM + r0];
+            rs1 = s.rstd[cw * kWgmmaM + r1];
         }
         /* 16 columns at a time: four 8x8 matrices (rows r0 | r1, columns
          * 16c.. | 16c+8..) in one stmatrix, lane l naming row l % 8 of matrix
          * l / 8: 4 stores per box where 32-bit st.shared took 16 */
-        const uint32_t box = smem_u32(y_slot<C>(s, cw, b % C::Y_SLOTS, held));
-        const float *d = acc[mi];
+        const uint32_t box = smem_u32(y_slot<C>(s, cw, bx % C::Y_SLOTS, held));
 #pragma unroll
         for (int c = 0; c < kSwizzleCols / 16; ++c) {
             const int j = bx * (kSwizzleCols / 8) + 2 * c, chunk = 2 * c + l / 16;
             stmatrix_x4(box + mrow * kSwizzleBytes + ((chunk ^ (mrow & 7)) * kChunkBytes),
-                        bf16x2_bits(d[4 * j] * rs0[mi], d[4 * j + 1] * rs0[mi]),
-                        bf16x2_bits(d[4 * j + 2] * rs1[mi], d[4 * j + 3] * rs1[mi]),
-                        bf16x2_bits(d[4 * j + 4] * rs0[mi], d[4 * j + 5] * rs0[mi]),
-                        bf16x2_bits(d[4 * j + 6] * rs1[mi], d[4 * j + 7] * rs1[mi]));
+                        bf16x2_bits(acc[4 * j] * rs0, acc[4 * j + 1] * rs0),
+                        bf16x2_bits(acc[4 * j + 2] * rs1, acc[4 * j + 3] * rs1),
+                        bf16x2_bits(acc[4 * j + 4] * rs0, acc[4 * j + 5] * rs0),
+                        bf16x2_bits(acc[4 * j + 6] * rs1, acc[4 * j + 7] * rs1));
         }
-        if (!kRing && b + 1 < C::Y_BOXES)
+        if (!kRing && bx + 1 < C::B_BOXES)
             continue; /* a slot per box: one store group for the whole tile */
         fence_proxy_async_smem();
         named_barrier_sync(bar, kWarpgroupThreads);
         if (tid == 0) {
-            for (int bb = kRing ? b : 0; bb <= b; ++bb) {
-                const int64_t r = row0 + (bb / C::B_BOXES) * kWgmmaM, c = n0 + (bb % C::B_BOXES) * kSwizzleCols;
-                if (r < M && c < N)
-                    tma_store_2d(tm_y, y_slot<C>(s, cw, bb % C::Y_SLOTS, held), (int32_t)c, (int32_t)r);
-            }
+            for (int b = kRing ? bx : 0; b <= bx; ++b)
+                if (row0 < M && n0 + b * kSwizzleCols < N)
+                    tma_store_2d(tm_y, y_slot<C>(s, cw, b % C::Y_SLOTS, held), (int32_t)(n0 + b * kSwizzleCols),
+                                 (int32_t)row0);
             tma_store_commit(); /* ring: a group per box, even an empty one (groups are counted) */
-        }
-    }
-    if constexpr (C::SHARE_A) {
-        __syncwarp();
-        if (l == 0) { /* s.rstd is free for the next tile, here and in the peer */
-            mbar_arrive(&s.rstd_bar[1]);
-            mbar_arrive_cluster(dsmem_map(&s.rstd_bar[1], (uint32_t)rank ^ 1u));
         }
     }
 }
@@ -747,11 +650,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
 
     NF_TRACE_PRENORM_ENTRY(); /* NF_TRACE_PHASES builds only (prenorm_trace.cuh) */
     if (threadIdx.x == 0) {
-        if (C::SHARE_A) {
-            mbar_init(&s.rstd_bar[0], C::A_BOX_ROWS);                                /* full */
-            mbar_init(&s.rstd_bar[1], C::CLUSTER * C::CONSUMERS * kWarpsPerWarpgroup); /* empty */
-        }
-        s.ring.init(C::EMPTY_ARRIVALS); /* (its fence covers the barriers above too) */
+        s.ring.init(C::EMPTY_ARRIVALS);
         tma_prefetch_map(&tm_a);
         tma_prefetch_map(&tm_b);
         tma_prefetch_map(&tm_y);
@@ -773,7 +672,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         if (C::PRODUCER_WG)
             setmaxnreg_inc<kConsumerRegs>();
         const int cw = C::PRODUCER_WG ? wg - CONSUMER0 : wg;
-        tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER_M, C::CLUSTER_N);
+        tile_scheduler sched(M, N, C::BM, C::BN, kGroupM, C::CLUSTER);
         /* PRODUCER_WG false: this warpgroup's first warp is the loader (the
          * warp index broadcast, as wg, so the branch is known warp-uniform) */
         const bool loads = !C::PRODUCER_WG && cw == 0 && __shfl_sync(0xffffffffu, tid / 32, 0) == 0;
@@ -791,7 +690,7 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
             }
         ring_pos<C::STAGES> p;
         tile_coord t;
-        float acc[C::MI][C::ACC];
+        float acc[C::ACC];
         /* the next tile; DYNAMIC: the producer's word on the tile the next stage starts */
         auto next_tile = [&](tile_coord &c) -> bool {
             if constexpr (C::DYNAMIC) {
@@ -810,18 +709,12 @@ prenorm_gemm_fwd_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_c
         while (next_tile(t)) {
             const int64_t m0 = t.m_tile * C::BM, n0 = t.n_tile * C::BN;
             auto publish = [&](float ss) {
-                /* rstd_out is written by the CTA(s) of the first unit column */
-                const bool write_rstd = t.n_tile / C::CLUSTER_N == 0 && rstd_out != nullptr;
-                if constexpr (C::SHARE_A)
-                    publish_rstd_pair<C>(s, ss, cw, tid, sched.rank, tiles, m0, M, K, eps, write_rstd, rstd_out);
-                else
-                    publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, write_rstd, rstd_out);
+                publish_rstd<C>(s, ss, cw, tid, m0, M, K, eps, t.n_tile == 0 && rstd_out != nullptr, rstd_out);
             };
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 0);
-            const uint32_t last = mainloop<C>(s, p, acc, cw, tid, k_tiles, publish, refill, held,
-                                              C::SHARE_A ? sched.rank * C::A_BOX_ROWS : 0);
+            const uint32_t last = mainloop<C>(s, p, acc, cw, tid, k_tiles, publish, refill, held);
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 2);
-            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y, last, tiles, sched.rank);
+            epilogue<C>(s, acc, cw, tid, m0, n0, M, N, &tm_y, last);
             held = (int)last;
             NF_TRACE_PRENORM_TILE(cw == 0 && tid == 0, tiles, 1);
             ++tiles;
@@ -904,7 +797,7 @@ nf_status launch_config(nf_context *ctx, int64_t M, int64_t N, cudaLaunchConfig_
         slots = clusters * C::CLUSTER;
     }
     *resident = slots;
-    *cfg = nf_launch_config(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER_M, C::CLUSTER_N), C::THREADS, smem,
+    *cfg = nf_launch_config(persistent_grid(M, N, C::BM, C::BN, slots, C::CLUSTER), C::THREADS, smem,
                             (cudaStream_t)nf_ctx_stream(ctx), C::CLUSTER, attr);
     return NF_OK;
 }
@@ -916,7 +809,7 @@ nf_status launch(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a, const nf_bf
 {
     CUtensorMap tm_a, tm_b, tm_y;
     nf_status st;
-    if ((st = tma_map_bf16_2d(&tm_a, a->A, a->M, a->K, a->lda, C::A_BOX_ROWS, C::BK, "A")) != NF_OK ||
+    if ((st = tma_map_bf16_2d(&tm_a, a->A, a->M, a->K, a->lda, C::BM, C::BK, "A")) != NF_OK ||
         (st = tma_map_bf16_2d(&tm_b, B, a->K, a->N, ldb, C::BK, kSwizzleCols, "Wg")) != NF_OK ||
         (st = tma_map_bf16_2d(&tm_y, a->Y, a->M, a->N, a->ldy, C::Y_BOX_ROWS, kSwizzleCols, "Y")) != NF_OK)
         return st;
@@ -966,7 +859,6 @@ using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
 using coop3_n256 = config3<256, 3, 2>;
 using coop3_n256_held = config3_held<256, 4, 2>;
 using coop_n256_s4_held = config_held<256, 4, 3>;
-using cluster2a_n128 = config_share_a<128, 4, 2>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
@@ -974,7 +866,6 @@ static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, clu
 static_assert(smem_bytes<coop3_n256>() <= kMaxSmem, "192-row tiles, 3 stages shared memory");
 static_assert(smem_bytes<coop3_n256_held>() <= kMaxSmem, "192-row tiles, 4 stages, Y in the held stage shared memory");
 static_assert(smem_bytes<coop_n256_s4_held>() <= kMaxSmem, "BN=256, 4 stages, Y in the held stage shared memory");
-static_assert(smem_bytes<cluster2a_n128>() <= kMaxSmem, "256x128 tiles, 4 stages, A shared by a pair shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -994,7 +885,6 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_COOP3_N256: return f(config_tag<coop3_n256>{});
     case NF_PRENORM_COOP3_N256_HELD: return f(config_tag<coop3_n256_held>{});
     case NF_PRENORM_COOP_N256_S4_HELD: return f(config_tag<coop_n256_s4_held>{});
-    case NF_PRENORM_CLUSTER2A_N128: return f(config_tag<cluster2a_n128>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -1016,7 +906,6 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_COOP3_N256: return "coop3_n256";
     case NF_PRENORM_COOP3_N256_HELD: return "coop3_n256_held";
     case NF_PRENORM_COOP_N256_S4_HELD: return "coop_n256_s4_held";
-    case NF_PRENORM_CLUSTER2A_N128: return "cluster2a_n128";
     default: return "?";
     }
 }

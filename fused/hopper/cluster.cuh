@@ -115,16 +115,6 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t remote)
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
-/* 4 bytes into shared::cluster address `remote` (a peer's shared memory),
- * counted as complete_tx bytes on the peer's mbarrier at `remote_bar`: the
- * peer sees the value once that barrier's phase completes, and the writer
- * waits for nothing. */
-__device__ __forceinline__ void dsmem_store_async_f32(uint32_t remote, float v, uint32_t remote_bar)
-{
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
-                 ::"r"(remote), "r"(__float_as_uint(v)), "r"(remote_bar) : "memory");
-}
-
 } // namespace nf_hopper
 
 #endif /* NF_HOPPER_CLUSTER_CUH */

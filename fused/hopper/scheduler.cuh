@@ -11,8 +11,7 @@
  *   n_tile =                 (t % (group_m*tiles_n)) / rows_in_group
  * Every role of a CTA walks the same sequence, so producer and consumers
  * agree on the tile without talking.  Indices are 64-bit: M reaches 2^31.
- * With clusters along M, the unit above is a cluster's cluster_m tile-rows;
- * with clusters along N, a unit column is a cluster's cluster_n tile-columns.
+ * With clusters along M, the unit above is a cluster's cluster_m tile-rows.
  */
 #ifndef NF_HOPPER_SCHEDULER_CUH
 #define NF_HOPPER_SCHEDULER_CUH
@@ -26,30 +25,26 @@ struct tile_coord {
 };
 
 struct tile_scheduler {
-    int64_t tiles_m, tiles_n, total; /* units of cluster_m tile-rows by cluster_n tile-columns */
+    int64_t tiles_m, tiles_n, total; /* tiles_m counts units of cluster_m tile-rows */
     int64_t next;
     int64_t stride;
-    int32_t group_m, cluster_m, cluster_n, rank;
+    int32_t group_m, cluster_m, rank;
 
     /* cluster_m > 1: CTAs blockIdx.x = cluster_m*c + r (one cluster of
      * cluster_m CTAs along M) take the tile-rows cluster_m*u + r of the same
-     * units u, so the cluster shares each Wg tile.  cluster_n > 1 (with
-     * cluster_m 1): the CTAs take the tile-columns cluster_n*v + r of the same
-     * unit column v, and the cluster shares each A tile.  A CTA's tile may lie
-     * past the last one (M or N tail): its loads read zeros, its stores clip. */
+     * units u, so the cluster shares each Wg tile.  A CTA's tile-row may lie
+     * past the last one (M tail): its loads read zeros, its stores clip. */
     __device__ __forceinline__ tile_scheduler(int64_t M, int64_t N, int BM, int BN, int group,
-                                              int cluster = 1, int cluster_along_n = 1)
+                                              int cluster = 1)
     {
         cluster_m = cluster;
-        cluster_n = cluster_along_n;
-        const int ctas = cluster * cluster_along_n;
-        rank = (int32_t)(blockIdx.x % ctas);
-        const int64_t rows = (M + BM - 1) / BM, cols = (N + BN - 1) / BN;
+        rank = (int32_t)(blockIdx.x % cluster);
+        const int64_t rows = (M + BM - 1) / BM;
         tiles_m = (rows + cluster - 1) / cluster;
-        tiles_n = (cols + cluster_along_n - 1) / cluster_along_n;
+        tiles_n = (N + BN - 1) / BN;
         total = tiles_m * tiles_n;
-        next = blockIdx.x / ctas;
-        stride = gridDim.x / ctas;
+        next = blockIdx.x / cluster;
+        stride = gridDim.x / cluster;
         group_m = group;
     }
     /* Whether a later fetch() will return a tile. */
@@ -76,8 +71,8 @@ struct tile_scheduler {
         const I first_m = group * (I)group_m;
         const I rows = (I)tiles_m - first_m < (I)group_m ? (I)tiles_m - first_m : (I)group_m;
         const I in_group = (I)t - group * per_group;
-        c.m_tile = (int64_t)(first_m + in_group % rows) * cluster_m + (cluster_n > 1 ? 0 : rank);
-        c.n_tile = (int64_t)(in_group / rows) * cluster_n + (cluster_n > 1 ? rank : 0);
+        c.m_tile = (int64_t)(first_m + in_group % rows) * cluster_m + rank;
+        c.n_tile = (int64_t)(in_group / rows);
     }
 };
 
@@ -113,20 +108,18 @@ __device__ __forceinline__ void counter_done(unsigned *counter)
 }
 
 /* Units of work of an M x N output in BM x BN tiles: tiles, or with clusters
- * of cluster_m CTAs along M (cluster_n along N), the clusters' tiles
- * (tile_scheduler's total). */
-static inline int64_t tile_units(int64_t M, int64_t N, int BM, int BN, int cluster_m = 1, int cluster_n = 1)
+ * along M, columns of cluster tiles (tile_scheduler's total). */
+static inline int64_t tile_units(int64_t M, int64_t N, int BM, int BN, int cluster = 1)
 {
-    return (((M + BM - 1) / BM + cluster_m - 1) / cluster_m) * (((N + BN - 1) / BN + cluster_n - 1) / cluster_n);
+    return (((M + BM - 1) / BM + cluster - 1) / cluster) * ((N + BN - 1) / BN);
 }
 
 /* Grid size of the persistent launch: one CTA per SM at most, whole clusters. */
-static inline unsigned persistent_grid(int64_t M, int64_t N, int BM, int BN, int sm_count, int cluster_m = 1,
-                                       int cluster_n = 1)
+static inline unsigned persistent_grid(int64_t M, int64_t N, int BM, int BN, int sm_count, int cluster = 1)
 {
-    const int64_t units = tile_units(M, N, BM, BN, cluster_m, cluster_n);
-    const int64_t ctas = (int64_t)cluster_m * cluster_n, most = sm_count / ctas;
-    return (unsigned)((units < most ? units : most) * ctas);
+    const int64_t units = tile_units(M, N, BM, BN, cluster);
+    const int64_t most = sm_count / cluster;
+    return (unsigned)((units < most ? units : most) * cluster);
 }
 
 } // namespace nf_hopper

@@ -941,6 +941,8 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
  * 524288x1024x256, where its three stages hold too little in flight, and
  * behind the picks everywhere else (fused/NOTES.md v32).  On the H100 it
  * loses at K = 1024 by more and wins at K = 512 by 1-2 %: not picked there.
+ * At K >= 1024 the same tiles on four stages, the Y ring in the held last
+ * stage (coop3_n256_held; fused/NOTES.md v33).
  *
  * A device of under NF_PRENORM_H100_MEMORY_GBPS (4 TB/s) takes the H100's
  * pick; any other (or one that does not report its memory) the H200's. */
@@ -951,8 +953,8 @@ extern "C" nf_prenorm_variant nf_prenorm_pick_for_bandwidth(int mem_gbps, int64_
     const bool h100_memory = mem_gbps > 0 && mem_gbps < NF_PRENORM_H100_MEMORY_GBPS;
     if (h100_memory && M >= 131072 && N <= 512 && K * N <= 131072)
         return NF_PRENORM_COOP_N256_S4_DYN;
-    if (!h100_memory && M >= 524288 && N <= 256 && K >= 512 && K < 1024)
-        return NF_PRENORM_COOP3_N256; /* 192-row tiles: fused/NOTES.md v32 */
+    if (!h100_memory && M >= 524288 && N <= 256 && K >= 512) /* 192-row tiles: fused/NOTES.md v32, v33 */
+        return K < 1024 ? NF_PRENORM_COOP3_N256 : NF_PRENORM_COOP3_N256_HELD;
     const int64_t s4_widest = h100_memory ? 512 : 256; /* the widest N the 4th stage pays at, K >= 512 */
     return N <= s4_widest && K >= 512 ? NF_PRENORM_COOP_N256_S4 : NF_PRENORM_COOP_N256;
 }

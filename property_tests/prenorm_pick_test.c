@@ -10,8 +10,9 @@
  * suites measured fails in CI, where no GPU is.  The expected tables are the
  * `variant` columns of the benches that measured them:
  * reports/h200/suite_385115c/bench.md and reports/h100/suite_f073570/bench.md,
- * and for the H200's 192-row entry (M = 524288, K = 512, N = 256) the probe
- * runs of reports/h200/probe_v32_c84ba9c/.
+ * and for the H200's 192-row entries (M = 524288, N = 256, K = 512 and 1024)
+ * the probe runs of reports/h200/probe_v32_c84ba9c/ and those of v33 on the
+ * H200 (fused/NOTES.md v33).
  */
 #include <criterion/criterion.h>
 
@@ -25,12 +26,13 @@ static const int64_t kM[3] = {65536, 131072, 524288}, kKN[3] = {256, 512, 1024};
 #define S4 NF_PRENORM_COOP_N256_S4
 #define DYN NF_PRENORM_COOP_N256_S4_DYN
 #define C3 NF_PRENORM_COOP3_N256
+#define C3H NF_PRENORM_COOP3_N256_HELD
 
 /* [M][K][N] over kM x kKN x kKN */
 static const nf_prenorm_variant kH200[3][3][3] = {
     {{N256, N256, N256}, {S4, N256, N256}, {S4, N256, N256}},
     {{N256, N256, N256}, {S4, N256, N256}, {S4, N256, N256}},
-    {{N256, N256, N256}, {C3, N256, N256}, {S4, N256, N256}},
+    {{N256, N256, N256}, {C3, N256, N256}, {C3H, N256, N256}},
 };
 static const nf_prenorm_variant kH100[3][3][3] = {
     {{N256, N256, N256}, {S4, S4, N256}, {S4, S4, N256}},
@@ -72,16 +74,21 @@ Test(prenorm_pick, h100_rule_edges)
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H100_GBPS, 65536, 504, 512), N256, "K under 512");
 }
 
-/* Where the H200's 192-row tiles begin and end: 524288 rows, 512 <= K < 1024, N = 256. */
+/* Where the H200's 192-row tiles begin and end: 524288 rows, K >= 512, N = 256;
+ * three stages under K = 1024, four with Y in the held stage from there. */
 Test(prenorm_pick, h200_192_row_edges)
 {
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 512, 256), C3);
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 1048576, 1016, 136), C3, "K under 1024, N over 128");
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524287, 512, 256), S4, "under 524288 rows");
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 504, 256), N256, "K under 512");
-    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 1024, 256), S4, "K = 1024");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 1024, 256), C3H, "K = 1024: four stages");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 1048576, 8192, 136), C3H, "K over 1024, N over 128");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524287, 1024, 256), S4, "K = 1024, under 524288 rows");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 1024, 264), N256, "K = 1024, N over 256");
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 512, 264), N256, "N over 256");
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H100_GBPS, 524288, 512, 256), DYN, "not on the H100");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H100_GBPS, 524288, 1024, 256), S4, "not on the H100 at K = 1024");
 }
 
 /* Tiles 128 wide wherever N fits one, on either part and at any K. */
@@ -92,6 +99,7 @@ Test(prenorm_pick, narrow_n)
         for (int64_t n = 8; n <= 128; n += 40)
             cr_expect_eq(nf_prenorm_pick_for_bandwidth(parts[p], 524288, 1024, n), NF_PRENORM_COOP_N128,
                          "%d GB/s, N = %lld", parts[p], (long long)n);
-    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 1024, 136), S4, "N = 136: a 256-wide tile");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 65536, 1024, 136), S4, "N = 136: a 256-wide tile");
+    cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 1024, 136), C3H, "N = 136: a 192x256 tile, held");
     cr_expect_eq(nf_prenorm_pick_for_bandwidth(H200_GBPS, 524288, 512, 136), C3, "N = 136: a 192x256 tile");
 }

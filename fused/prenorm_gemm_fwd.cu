@@ -38,10 +38,12 @@
  * ~1 % ahead of coop_n256_s4 there (fused/NOTES.md v32).  coop3_n256_held
  * (config3_held): the same on 4 stages, with no Y buffer of its own: each
  * warpgroup's 2-slot ring lies in the tile's last stage, which the mainloop
- * keeps and the next tile's first k-tile hands back (fused/NOTES.md v33).
+ * keeps and the next tile's first k-tile hands back (fused/NOTES.md v33);
+ * picked on the H200 at M >= 524288, N = 256, K >= 1024, 0.988-0.994x
+ * coop_n256_s4 there (fused/NOTES.md "v34 on the H200").
  * coop_n256_s4_held (config_held): coop_n256_s4 with the same held stage
- * holding a 3-slot Y ring per warpgroup instead of its own 2 slots
- * (fused/NOTES.md v34).
+ * holding a 3-slot Y ring per warpgroup instead of its own 2 slots; 1-2 %
+ * behind coop_n256_s4 on both parts, not picked (fused/NOTES.md v34).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -88,13 +90,13 @@
  * 3 x 2 x 8 KB Y slots + barriers ~ 218 KB; coop3_n256_held: 4 x 56 KB
  * stages + barriers ~ 226 KB (160 registers); coop_n256_s4_held: 4 x 48 KB
  * stages + barriers ~ 194 KB.
- * Measured (H200, the suite of f42adb4 and five readings after it, this
- * machine code, fused and cuBLASLt timed in turn, fused/NOTES.md "Bench at
- * f42adb4"): the picked variant takes 0.89-1.03x the time of cuBLASLt's GEMM
- * alone over SPEC.md's seed grid, the goal's t_fused <= t_gemm on 23 of its
- * 27 shapes in all six runs; the four short of it, 0.1-2.9 % behind, are
- * 131072x1024x512 and, at N = 256, M x K = 131072x1024, 524288x512 and
- * 524288x1024.  The sum of squares is ~1.6 % of the kernel (skipped, timing
+ * Measured (H200, the suite of b28c628, fused and cuBLASLt timed in turn,
+ * fused/NOTES.md "v34 on the H200"): the picked variant takes 0.92-1.015x
+ * the time of cuBLASLt's GEMM alone over SPEC.md's seed grid, the goal's
+ * t_fused <= t_gemm on 24 of its 27 shapes; the three short of it, 0.3-1.5 %
+ * behind, are 131072x1024x256, 131072x1024x512 and 524288x1024x256 (with
+ * coop_n256_s4 in place of the 192-row tiles, the suite of f42adb4 and five
+ * readings after it held 23 of 27, 524288x512x256 short too).  The sum of squares is ~1.6 % of the kernel (skipped, timing
  * only, before v22: fused/NOTES.md, "What cuBLASLt runs"); at N = 256 the
  * kernel's cycles are within 0.3-0.6 % of cuBLASLt's and the rest is the
  * lower clock it runs at (H100, fused/NOTES.md "Where the N = 256 gap

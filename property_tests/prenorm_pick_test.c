@@ -11,8 +11,8 @@
  * `variant` columns of the benches that measured them:
  * reports/h200/suite_385115c/bench.md and reports/h100/suite_f073570/bench.md,
  * and for the H200's 192-row entries (M = 524288, N = 256, K = 512 and 1024)
- * the probe runs of reports/h200/probe_v32_c84ba9c/ and those of v33 on the
- * H200 (fused/NOTES.md v33).
+ * the probe runs of reports/h200/probe_v32_c84ba9c/ (K = 512) and
+ * reports/h200/probe_v34_0dc41cf/ (K = 1024; fused/NOTES.md "v34 on the H200").
  */
 #include <criterion/criterion.h>
 

@@ -96,12 +96,13 @@
  * t_fused <= t_gemm on 24 of its 27 shapes; the three short of it, 0.3-1.5 %
  * behind, are 131072x1024x256, 131072x1024x512 and 524288x1024x256 (with
  * coop_n256_s4 in place of the 192-row tiles, the suite of f42adb4 and five
- * readings after it held 23 of 27, 524288x512x256 short too).  The sum of squares is ~1.6 % of the kernel (skipped, timing
- * only, before v22: fused/NOTES.md, "What cuBLASLt runs"); at N = 256 the
+ * readings after it held 23 of 27, 524288x512x256 short too).  The sum of
+ * squares is ~1.6 % of the kernel (skipped, timing only, before v22:
+ * fused/NOTES.md, "What cuBLASLt runs"); at N = 256 the
  * kernel's cycles are within 0.3-0.6 % of cuBLASLt's and the rest is the
  * lower clock it runs at (H100, fused/NOTES.md "Where the N = 256 gap
  * goes"); on the H200 the gap there is half cycles, half clock, and three
- * of the four misses stay behind with the squares skipped (fused/NOTES.md
+ * of f42adb4's four misses stay behind with the squares skipped (fused/NOTES.md
  * "The same on the H200").  The squares stay on the CUDA cores: by mma.sync
  * on the tensor cores, in these warps or in idle producer warps, the kernel
  * was slower on all but one or two shapes (medians over the grid

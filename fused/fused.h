@@ -29,6 +29,7 @@ typedef enum nf_prenorm_variant {
     NF_PRENORM_COOP3_N256,       /* 192-row tiles, three consumer warpgroups, no producer warpgroup */
     NF_PRENORM_COOP3_N256_HELD,  /* COOP3_N256 on 4 stages, its Y ring in the tile's last stage, held */
     NF_PRENORM_COOP_N256_S4_HELD, /* COOP_N256_S4 with a 3-slot Y ring in the held last stage */
+    NF_PRENORM_COOP_N256_S4_HELD2, /* COOP_N256_S4, Y boxes 2 and 3 in the held last stage: no ring waits */
     NF_PRENORM_VARIANT_COUNT
 } nf_prenorm_variant;
 

@@ -44,6 +44,10 @@
  * coop_n256_s4_held (config_held): coop_n256_s4 with the same held stage
  * holding a 3-slot Y ring per warpgroup instead of its own 2 slots; 1-2 %
  * behind coop_n256_s4 on both parts, not picked (fused/NOTES.md v34).
+ * coop_n256_s4_held2 (config_held2): coop_n256_s4 with its 2 slots per
+ * warpgroup for boxes 0 and 1 and boxes 2 and 3 in the held stage, a place
+ * per box, so no box waits for a store (v31 on the held stage of v33;
+ * fused/NOTES.md v37).
  *
  * Warpgroups (enum role): PRODUCER (setmaxnreg down to 40; one thread issues
  * the TMA loads into a ring of full/empty mbarriers), CONSUMER0/1 (setmaxnreg
@@ -89,7 +93,8 @@
  * 2 x 2 x 8 KB Y slots + barriers ~ 226 KB; coop3_n256: 3 x 56 KB stages +
  * 3 x 2 x 8 KB Y slots + barriers ~ 218 KB; coop3_n256_held: 4 x 56 KB
  * stages + barriers ~ 226 KB (160 registers); coop_n256_s4_held: 4 x 48 KB
- * stages + barriers ~ 194 KB.
+ * stages + barriers ~ 194 KB; coop_n256_s4_held2: 4 x 48 KB stages + 2 x 2
+ * x 8 KB Y slots + barriers ~ 226 KB, as coop_n256_s4.
  * Measured (H200, the suite of b28c628, fused and cuBLASLt timed in turn,
  * fused/NOTES.md "v34 on the H200"): the picked variant takes 0.92-1.015x
  * the time of cuBLASLt's GEMM alone over SPEC.md's seed grid, the goal's
@@ -177,7 +182,7 @@ constexpr int kMaxDim32 = 0x7FFFFFFF; /* TMA coordinates are int32 */
  * 384 threads, the most whose 168-register cap still holds an m64n256k16
  * wgmma's 128 accumulators (fused/NOTES.md, "Considered after v25"). */
 template <int BN_, int STAGES_, int CLUSTER_, int Y_SLOTS_, bool DYNAMIC_, int CONSUMERS_, bool PRODUCER_WG_,
-          bool Y_HELD_ = false>
+          bool Y_HELD_ = false, int Y_OWN_ = 0>
 struct tile_config {
     static constexpr int CONSUMERS = CONSUMERS_;
     static constexpr bool PRODUCER_WG = PRODUCER_WG_;
@@ -192,6 +197,9 @@ struct tile_config {
     /* the Y ring in the tile's last stage, held from the loads until the next
      * tile's first k-tile, not in a buffer of its own (config3_held, config_held) */
     static constexpr bool Y_HELD = Y_HELD_;
+    /* Y_HELD: the first Y_OWN slots of each warpgroup in a buffer of its own,
+     * the rest in the held stage (config_held2) */
+    static constexpr int Y_OWN = Y_HELD ? Y_OWN_ : Y_SLOTS_;
     /* arrivals on an empty barrier: every consumer warp of every CTA of the cluster */
     static constexpr int EMPTY_ARRIVALS = CONSUMERS * kWarpsPerWarpgroup * CLUSTER;
     static constexpr int THREADS = (CONSUMERS + (PRODUCER_WG ? 1 : 0)) * kWarpgroupThreads;
@@ -211,7 +219,7 @@ struct tile_config {
     static constexpr int64_t MAX_TILES = DYNAMIC ? (int64_t)UINT32_MAX : !PRODUCER_WG ? (int64_t)INT32_MAX : 0;
     static_assert(THREADS <= 384, "over 384 threads the register cap falls under an m64n256k16's needs");
     static_assert(PRODUCER_WG || (CLUSTER == 1 && !DYNAMIC), "the loader serves one CTA's static tiles");
-    static_assert(!Y_HELD || CONSUMERS * Y_SLOTS <= A_BYTES / Y_BOX_BYTES + B_BOXES,
+    static_assert(!Y_HELD || CONSUMERS * (Y_SLOTS - Y_OWN) <= A_BYTES / Y_BOX_BYTES + B_BOXES,
                   "every warpgroup's Y slots fit in one stage");
 };
 
@@ -227,6 +235,8 @@ template <int BN_, int STAGES_, int Y_SLOTS_>
 struct config3_held : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 3, false, true> {};
 template <int BN_, int STAGES_, int Y_SLOTS_>
 struct config_held : tile_config<BN_, STAGES_, 1, Y_SLOTS_, false, 2, true, true> {};
+template <int BN_, int STAGES_, int Y_OWN_>
+struct config_held2 : tile_config<BN_, STAGES_, 1, BN_ / kSwizzleCols, false, 2, true, true, Y_OWN_> {};
 
 /* The loader's position: the tile and k-tile it loads next, that tile's
  * origin, and the stage it goes to. */
@@ -241,8 +251,8 @@ struct shared_storage {
     alignas(kSmemAlign) uint8_t a[C::STAGES][C::A_BYTES];
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
     /* Y_HELD: no buffer of its own (y_slot) */
-    alignas(kSmemAlign) uint8_t y[C::Y_HELD ? 1 : C::CONSUMERS][C::Y_HELD ? 1 : C::Y_SLOTS]
-                                 [C::Y_HELD ? kChunkBytes : C::Y_BOX_BYTES];
+    alignas(kSmemAlign) uint8_t y[C::Y_OWN == 0 ? 1 : C::CONSUMERS][C::Y_OWN == 0 ? 1 : C::Y_OWN]
+                                 [C::Y_OWN == 0 ? kChunkBytes : C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
     float rstd[C::BM]; /* consumer cw: rstd[64cw .. 64cw+63] */
     /* DYNAMIC: the tile whose first k-tile a stage holds (-1: no more tiles) */
@@ -564,7 +574,9 @@ __device__ __forceinline__ uint8_t *y_slot(shared_storage<C> &s, int cw, int j, 
 {
     if constexpr (C::Y_HELD) {
         constexpr int kInA = C::A_BYTES / C::Y_BOX_BYTES;
-        const int k = cw * C::Y_SLOTS + j;
+        if (C::Y_OWN > 0 && j < C::Y_OWN)
+            return s.y[cw][j];
+        const int k = cw * (C::Y_SLOTS - C::Y_OWN) + j - C::Y_OWN;
         return k < kInA ? s.a[held] + k * C::Y_BOX_BYTES : s.b[held][k - kInA];
     } else {
         return s.y[cw][j];
@@ -586,7 +598,11 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
      * the tile leaves as one group; with a ring, box bx waits only for the
      * store that last used its slot (Y_SLOTS groups ago, maybe the previous
      * tile's), and leaves as its own group. */
-    constexpr bool kRing = C::Y_SLOTS < C::B_BOXES;
+    /* Y_OWN > 0 with Y_HELD: a slot per box, boxes 0 .. Y_OWN-1 in the own
+     * buffer, stored as they fill (a group per box), the rest in the held
+     * stage once every warpgroup is done with it */
+    constexpr bool kSplit = C::Y_HELD && C::Y_OWN > 0;
+    constexpr bool kRing = C::Y_SLOTS < C::B_BOXES || kSplit;
     const int w = tid / 32, l = tid % 32;
     const int r0 = w * 16 + l / 4, r1 = r0 + 8; /* fragment rows (of this warpgroup's 64) */
     const int mrow = w * 16 + ((l / 8) & 1) * 8 + l % 8; /* the row whose address lane l gives */
@@ -594,11 +610,11 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
     float rs0 = 0.0f, rs1 = 0.0f;
 #pragma unroll
     for (int bx = 0; bx < C::B_BOXES; ++bx) {
-        if (C::Y_HELD && bx == 0) /* every warpgroup's wgmma and squares are done with the stage */
+        if (C::Y_HELD && bx == (kSplit ? C::Y_OWN : 0)) /* every warpgroup's wgmma and squares are done with the stage */
             named_barrier_sync(BAR_HELD, C::CONSUMERS * kWarpgroupThreads);
-        if (bx == 0 || kRing) {
+        if (bx == 0 || (kRing && (!kSplit || bx < C::Y_OWN))) {
             if (tid == 0)
-                tma_store_wait_read<kRing ? C::Y_SLOTS - 1 : 0>();
+                tma_store_wait_read<kSplit ? C::B_BOXES - 1 : kRing ? C::Y_SLOTS - 1 : 0>();
             named_barrier_sync(bar, kWarpgroupThreads); /* slot free; s.rstd written */
         }
         if (bx == 0) {
@@ -862,6 +878,7 @@ using coop_n256_s4_dyn = config<256, 4, 1, 2, true>;
 using coop3_n256 = config3<256, 3, 2>;
 using coop3_n256_held = config3_held<256, 4, 2>;
 using coop_n256_s4_held = config_held<256, 4, 3>;
+using coop_n256_s4_held2 = config_held2<256, 4, 2>;
 static_assert(smem_bytes<coop_n128>() <= kMaxSmem, "BN=128 shared memory");
 static_assert(smem_bytes<coop_n256>() <= kMaxSmem, "BN=256 shared memory");
 static_assert(smem_bytes<coop_n256_s4>() <= kMaxSmem, "BN=256, 4 stages shared memory");
@@ -869,6 +886,7 @@ static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, clu
 static_assert(smem_bytes<coop3_n256>() <= kMaxSmem, "192-row tiles, 3 stages shared memory");
 static_assert(smem_bytes<coop3_n256_held>() <= kMaxSmem, "192-row tiles, 4 stages, Y in the held stage shared memory");
 static_assert(smem_bytes<coop_n256_s4_held>() <= kMaxSmem, "BN=256, 4 stages, Y in the held stage shared memory");
+static_assert(smem_bytes<coop_n256_s4_held2>() <= kMaxSmem, "BN=256, 4 stages, half of Y in the held stage shared memory");
 
 template <class C> struct config_tag { using type = C; };
 
@@ -888,6 +906,7 @@ nf_status with_variant(const char *fn, nf_prenorm_variant v, F &&f)
     case NF_PRENORM_COOP3_N256: return f(config_tag<coop3_n256>{});
     case NF_PRENORM_COOP3_N256_HELD: return f(config_tag<coop3_n256_held>{});
     case NF_PRENORM_COOP_N256_S4_HELD: return f(config_tag<coop_n256_s4_held>{});
+    case NF_PRENORM_COOP_N256_S4_HELD2: return f(config_tag<coop_n256_s4_held2>{});
     default: return nf_fail(NF_ERR_BAD_VALUE, fn, "variant is %d, not an nf_prenorm_variant", (int)v);
     }
 }
@@ -909,6 +928,7 @@ extern "C" const char *nf_prenorm_variant_name(nf_prenorm_variant v)
     case NF_PRENORM_COOP3_N256: return "coop3_n256";
     case NF_PRENORM_COOP3_N256_HELD: return "coop3_n256_held";
     case NF_PRENORM_COOP_N256_S4_HELD: return "coop_n256_s4_held";
+    case NF_PRENORM_COOP_N256_S4_HELD2: return "coop_n256_s4_held2";
     default: return "?";
     }
 }

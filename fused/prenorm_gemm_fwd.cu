@@ -250,7 +250,7 @@ template <class C>
 struct shared_storage {
     alignas(kSmemAlign) uint8_t a[C::STAGES][C::A_BYTES];
     alignas(kSmemAlign) uint8_t b[C::STAGES][C::B_BOXES][C::B_BOX_BYTES];
-    /* Y_HELD: no buffer of its own (y_slot) */
+    /* Y_HELD: no buffer of its own, or only for its first Y_OWN slots (y_slot) */
     alignas(kSmemAlign) uint8_t y[C::Y_OWN == 0 ? 1 : C::CONSUMERS][C::Y_OWN == 0 ? 1 : C::Y_OWN]
                                  [C::Y_OWN == 0 ? kChunkBytes : C::Y_BOX_BYTES];
     ring_barriers<C::STAGES> ring;
@@ -597,10 +597,10 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
      * tile's stores (one group) must have read their slots before box 0, and
      * the tile leaves as one group; with a ring, box bx waits only for the
      * store that last used its slot (Y_SLOTS groups ago, maybe the previous
-     * tile's), and leaves as its own group. */
-    /* Y_OWN > 0 with Y_HELD: a slot per box, boxes 0 .. Y_OWN-1 in the own
-     * buffer, stored as they fill (a group per box), the rest in the held
-     * stage once every warpgroup is done with it */
+     * tile's), and leaves as its own group.  Y_HELD with Y_OWN > 0: a slot
+     * per box, boxes 0 .. Y_OWN-1 in the own buffer, the rest in the held
+     * stage, each box a group of its own as with a ring, so the first boxes
+     * leave as they fill. */
     constexpr bool kSplit = C::Y_HELD && C::Y_OWN > 0;
     constexpr bool kRing = C::Y_SLOTS < C::B_BOXES || kSplit;
     const int w = tid / 32, l = tid % 32;
@@ -610,7 +610,8 @@ __device__ __forceinline__ void epilogue(shared_storage<C> &s, const float (&acc
     float rs0 = 0.0f, rs1 = 0.0f;
 #pragma unroll
     for (int bx = 0; bx < C::B_BOXES; ++bx) {
-        if (C::Y_HELD && bx == (kSplit ? C::Y_OWN : 0)) /* every warpgroup's wgmma and squares are done with the stage */
+        /* the first box in the held stage: every warpgroup's wgmma and squares are done with it */
+        if (C::Y_HELD && bx == (kSplit ? C::Y_OWN : 0))
             named_barrier_sync(BAR_HELD, C::CONSUMERS * kWarpgroupThreads);
         if (bx == 0 || (kRing && (!kSplit || bx < C::Y_OWN))) {
             if (tid == 0)
@@ -886,7 +887,7 @@ static_assert(smem_bytes<cluster2_n256_s4>() <= kMaxSmem, "BN=256, 4 stages, clu
 static_assert(smem_bytes<coop3_n256>() <= kMaxSmem, "192-row tiles, 3 stages shared memory");
 static_assert(smem_bytes<coop3_n256_held>() <= kMaxSmem, "192-row tiles, 4 stages, Y in the held stage shared memory");
 static_assert(smem_bytes<coop_n256_s4_held>() <= kMaxSmem, "BN=256, 4 stages, Y in the held stage shared memory");
-static_assert(smem_bytes<coop_n256_s4_held2>() <= kMaxSmem, "BN=256, 4 stages, half of Y in the held stage shared memory");
+static_assert(smem_bytes<coop_n256_s4_held2>() <= kMaxSmem, "BN=256, 4 stages, half of Y held shared memory");
 
 template <class C> struct config_tag { using type = C; };
 

@@ -39,6 +39,14 @@ expect "$out" '^65536x256x256 +-$' "the best of columns one of which is missing 
 run_script v2 v1 --shapes '^524288x' "$dir/a.txt"
 expect "$out" '^run 1 \(.*\): median 1\.200 over 1 shapes' "--shapes keeps the matching shapes"
 if printf '%s\n' "$out" | grep -q '^65536x'; then echo "FAIL: --shapes kept a shape it does not match"; status=1; fi
+# --by-shape: a line per shape over the runs (v2 / v1 at 65536x256x256: 0.900 and 0.800)
+run_script v2 v1 --by-shape "$dir/a.txt" "$dir/b.txt"
+expect "$out" '^65536x256x256 +median 0\.850, 0\.800-0\.900, over 1 in 0 of 2$' "--by-shape: a shape under 1 in both runs"
+expect "$out" '^524288x256x256 +median 1\.000, 0\.800-1\.200, over 1 in 1 of 2$' "--by-shape: a shape over 1 in one run"
+run_script v3 v1 --by-shape "$dir/a.txt"
+expect "$out" '^65536x256x512 +no run with both times$' "--by-shape: a shape never timed"
+run_script v2 v1 "$dir/a.txt"
+if printf '%s\n' "$out" | grep -q 'median .*over 1 in'; then echo "FAIL: per-shape lines without --by-shape"; status=1; fi
 # --den-from: DEN from another run, pairwise (a patched build over its base)
 run_script v2 v2 "$dir/b.txt" --den-from "$dir/a.txt"
 expect "$out" '^65536x256x256 +0\.889$' "--den-from: v2 of b over v2 of a"

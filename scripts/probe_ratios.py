@@ -21,6 +21,10 @@ BASE over the i-th of PROBE (as many of each): a build against another, e.g.
 coop_n256_s4 of runs built with NF_PROBE_PATCH over coop_n256_s4 of runs
 without it, timed in mirrored order (base, patched, patched, base).
 
+--by-shape adds a line per shape after the runs' lines: over the runs with both times, the
+median ratio, the range, and in how many runs NUM is slower (ratio over 1): for auto over
+cublasLt, in how many runs a shape misses the pre-norm goal's t_fused <= t_gemm.
+
 --timed PROBE.txt prints the variant columns of that table with a time on at
 least one shape (not auto, cublasLt or roofline), space-separated: the
 variants a run timed (fused/tools/ab_patches.sh compares those).
@@ -116,6 +120,8 @@ def main():
     ap.add_argument("den", metavar="DEN")
     ap.add_argument("probes", metavar="PROBE.txt", nargs="+")
     ap.add_argument("--shapes", metavar="REGEX", help="the shapes (MxKxN) to keep")
+    ap.add_argument("--by-shape", action="store_true",
+                    help="a line per shape over the runs: median, range, runs over 1")
     ap.add_argument("--den-from", metavar="BASE.txt", nargs="+",
                     help="read DEN from these runs, pairwise with the PROBE files")
     args = ap.parse_args()
@@ -161,6 +167,16 @@ def main():
             continue
         print("run %d (%s): median %.3f over %d shapes, %.3f-%.3f, under 1 on %d" %
               (i + 1, name, statistics.median(got), len(got), min(got), max(got), sum(v < 1 for v in got)))
+    if args.by_shape:
+        print("# per shape over the runs with both times: median, range, runs with %s / %s over 1" %
+              (args.num, over))
+        for s in shapes:
+            got = [r[s] for r in runs if r.get(s) is not None]
+            if not got:
+                print("%-18s no run with both times" % s)
+                continue
+            print("%-18s median %.3f, %.3f-%.3f, over 1 in %d of %d" %
+                  (s, statistics.median(got), min(got), max(got), sum(v > 1 for v in got), len(got)))
     return 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build_probe.sh BIN PTXAS_LOG [nvcc options...] — build the pre-norm GEMM probe
-# (fused/tools/prenorm_probe.cu with the library's src/status.c, src/context.c
-# and fused/prenorm_gemm_fwd.cu, no CMake) into BIN, ptxas's report (-Xptxas -v)
+# (fused/tools/prenorm_probe.cu with the library's src/status.c, src/context.c,
+# ref/elementwise.cu (the L2 flush) and fused/prenorm_gemm_fwd.cu, no CMake) into BIN, ptxas's report (-Xptxas -v)
 # into PTXAS_LOG; the options are added to nvcc's (e.g. -lineinfo).  Run from
 # the repository root, by run_probe.sh and profile_probe.sh.
 # NF_PROBE_PATCH=FILE.diff builds from a copy of fused/ with that diff applied
@@ -23,5 +23,5 @@ if [ -n "${NF_PROBE_PATCH:-}" ]; then
 fi
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Xptxas -v "$@" \
      -Iinclude -Isrc -I"$fused" -I. \
-     "$fused/tools/prenorm_probe.cu" src/status.c src/context.c "$fused/prenorm_gemm_fwd.cu" \
+     "$fused/tools/prenorm_probe.cu" src/status.c src/context.c ref/elementwise.cu "$fused/prenorm_gemm_fwd.cu" \
      -lcublasLt -lcudnn -o "$bin" 2> "$log"

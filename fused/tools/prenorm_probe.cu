@@ -4,8 +4,8 @@
  * against cuBLASLt's GEMM alone.  Built and run by fused/tools/run_probe.sh:
  *
  *   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Isrc -Ifused \
- *        fused/tools/prenorm_probe.cu src/status.c src/context.c \
- *        fused/prenorm_gemm_fwd.cu -lcublasLt -lcudnn -o prenorm_probe
+ *        -I. fused/tools/prenorm_probe.cu src/status.c src/context.c \
+ *        ref/elementwise.cu fused/prenorm_gemm_fwd.cu -lcublasLt -lcudnn -o prenorm_probe
  *   ./prenorm_probe [--quick | --tails | --shape MxKxN]  (NF_SEED=<seed> to change
  *       the inputs; --tails: tail shapes only, no timing; --shape: that shape
  *       only, no tails, e.g. under a profiler: per variant 2 checked launches,
@@ -19,6 +19,11 @@
  * (ldy > N) and rows past M must stay poisoned; two runs must agree bitwise.
  * Timing: CUDA-event medians, the L2 flushed before every repetition; per
  * shape the variants, auto and cuBLASLt are timed in turn (time_in_turn).
+ * The flush is `normfuse bench`'s (cli/cmd_bench.c): a 256 MiB buffer read
+ * (nf_ref_read_sweep), which leaves L2 clean; NF_PROBE_FLUSH=write rewrites it
+ * instead (cudaMemset, this probe's flush until the probe readings of
+ * fused/NOTES.md's "the goal's margins" section), whose writes may still be
+ * draining to HBM when the timed launch starts.
  */
 #include <algorithm>
 #include <cmath>
@@ -35,6 +40,7 @@
 
 #include "fused.h"
 #include "internal.h"
+#include "ref/ref.h"
 
 #define CK(call)                                                                              \
     do {                                                                                      \
@@ -66,6 +72,8 @@ static const double kUf = 0x1p-24;
 static const float kEps = 1e-6f;
 static const int kReps = 15, kWarm = 3;
 static const size_t kFlushBytes = 256u << 20; /* > the 60 MB L2 */
+static const unsigned char kFlushFill = 0x5a;  /* the read flush's buffer, every byte */
+static const unsigned kFlushNever = 1;         /* the xor of four equal words is 0, never 1 */
 static const uint16_t kPoison = 0xFFFF;       /* a NaN pattern */
 static const int kTailRows = 128;             /* rows past M that must stay untouched */
 
@@ -116,7 +124,19 @@ struct bufs {
     float *rstd;
     void *flush, *ws;
     size_t ws_bytes;
+    nf_context *ctx;
+    bool flush_write; /* NF_PROBE_FLUSH=write: the memset flush */
+    unsigned *sink;   /* the read flush's never-written output */
 };
+
+/* Flush L2 before timed repetition r: read the buffer, or rewrite it. */
+static void flush_l2(const bufs &b, int r)
+{
+    if (b.flush_write)
+        CK(cudaMemsetAsync(b.flush, r & 0xFF, kFlushBytes));
+    else
+        CKNF(nf_ref_read_sweep(b.ctx, b.flush, kFlushBytes, kFlushNever, b.sink));
+}
 
 /* ---- cuBLASLt: Y[M,N] = A[M,K] B[K,N] row-major, i.e. Y^T = B^T A^T col-major -- */
 
@@ -165,7 +185,7 @@ static std::vector<double> time_in_turn(const bufs &b, const std::vector<std::fu
     std::vector<std::vector<float>> t(fns.size());
     for (int r = 0; r < kWarm + kReps; ++r)
         for (size_t k = 0; k < fns.size(); ++k) {
-            CK(cudaMemsetAsync(b.flush, r & 0xFF, kFlushBytes));
+            flush_l2(b, r);
             CK(cudaEventRecord(e0));
             fns[k]();
             CK(cudaEventRecord(e1));
@@ -351,6 +371,15 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&b.A, maxMK * 2)); CK(cudaMalloc(&b.B, maxKN * 2)); CK(cudaMalloc(&b.Y, maxMN * 2));
     CK(cudaMalloc(&b.rstd, (maxMK + kTailRows) * 4));
     CK(cudaMalloc(&b.flush, kFlushBytes)); CK(cudaMalloc(&b.ws, b.ws_bytes));
+    CK(cudaMalloc(&b.sink, sizeof(unsigned)));
+    CK(cudaMemset(b.flush, kFlushFill, kFlushBytes));
+    b.ctx = ctx;
+    const char *flush_env = getenv("NF_PROBE_FLUSH");
+    if (flush_env && strcmp(flush_env, "read") && strcmp(flush_env, "write")) {
+        fprintf(stderr, "prenorm_probe: NF_PROBE_FLUSH must be 'read' or 'write', got '%s'\n", flush_env);
+        return 2;
+    }
+    b.flush_write = flush_env && !strcmp(flush_env, "write");
     cublasLtHandle_t lt;
     CKLT(cublasLtCreate(&lt));
 
@@ -463,7 +492,8 @@ int main(int argc, char **argv)
                nf_prenorm_variant_name((nf_prenorm_variant)bi), best / r.gemm,
                flops / (best * 1e-3) * 1e-12, 100.0 * roof / best);
     }
-    printf("(ms, medians of %d timed in turn, L2 flushed; b/gemm = best fused variant / cuBLASLt GEMM alone)\n", kReps);
+    printf("(ms, medians of %d timed in turn, L2 flushed by %s; b/gemm = best fused variant / cuBLASLt GEMM alone)\n",
+           kReps, b.flush_write ? "a write (NF_PROBE_FLUSH=write)" : "a read");
     printf("%s: %d check failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_probe.sh — build and run the pre-norm GEMM probe on a Hopper machine.
 #   [SANITIZE=1] fused/tools/run_probe.sh [--quick | --tails | --shape MxKxN]   (from the repository root)
-# NF_PROBE_VARIANTS picks the variants timed; NF_PROBE_PATCH a diff to build with (build_probe.sh).
+# NF_PROBE_VARIANTS picks the variants timed; NF_PROBE_PATCH a diff to build with (build_probe.sh);
+# NF_PROBE_FLUSH=write the probe's L2 flush before 2026-12-07 (a memset; default: the bench's read).
 # Builds with build_probe.sh (nvcc directly, no CMake), prints the
 # resource report and the HGMMA count of the SASS, then runs the probe.
 # NF_PROBE_BIN=FILE runs a probe built before (ab_patches.sh builds each once), keeps it and
@@ -27,7 +28,7 @@ if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer > /dev/null; then
   timeout 150 compute-sanitizer --tool memcheck "$bin" --tails > "$out/sanitizer.txt" 2>&1 || echo "sanitizer rc $?"
   grep -E "ERROR SUMMARY|FAIL|Invalid|error" "$out/sanitizer.txt" | head -20 || true
 fi
-report_header "$out/probe_log.txt" "${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }${NF_PROBE_VARIANTS:+NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS }fused/tools/run_probe.sh $*"
+report_header "$out/probe_log.txt" "${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }${NF_PROBE_VARIANTS:+NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS }${NF_PROBE_FLUSH:+NF_PROBE_FLUSH=$NF_PROBE_FLUSH }fused/tools/run_probe.sh $*"
 clock_log_start "$out/probe_clocks.csv"
 rc=0
 timeout "${PROBE_TIMEOUT:-200}" "$bin" "$@" 2>&1 | tee -a "$out/probe_log.txt" || rc=$?

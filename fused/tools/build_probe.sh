@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # build_probe.sh BIN PTXAS_LOG [nvcc options...] — build the pre-norm GEMM probe
 # (fused/tools/prenorm_probe.cu with the library's src/status.c, src/context.c,
-# ref/elementwise.cu (the L2 flush) and fused/prenorm_gemm_fwd.cu, no CMake) into BIN, ptxas's report (-Xptxas -v)
-# into PTXAS_LOG; the options are added to nvcc's (e.g. -lineinfo).  Run from
-# the repository root, by run_probe.sh and profile_probe.sh.
+# ref/elementwise.cu (the L2 flush) and fused/prenorm_gemm_fwd.cu, no CMake)
+# into BIN, ptxas's report (-Xptxas -v) into PTXAS_LOG; the options are added
+# to nvcc's (e.g. -lineinfo).  Run from the repository root, by run_probe.sh
+# and profile_probe.sh.
 # NF_PROBE_PATCH=FILE.diff builds from a copy of fused/ with that diff applied
 # (patch -p1, paths as git diff writes them: a/fused/...), the tree untouched:
 # a timing-only experiment such as skipping the sum of squares, reproducible

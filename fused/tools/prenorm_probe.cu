@@ -330,6 +330,12 @@ int main(int argc, char **argv)
     uint64_t seed = 20261129;
     if (getenv("NF_SEED")) seed = strtoull(getenv("NF_SEED"), nullptr, 0);
     printf("seed %llu (override with NF_SEED=<seed>)\n", (unsigned long long)seed);
+    const char *flush_env = getenv("NF_PROBE_FLUSH");
+    if (flush_env && strcmp(flush_env, "read") && strcmp(flush_env, "write")) {
+        fprintf(stderr, "prenorm_probe: NF_PROBE_FLUSH must be 'read' or 'write', got '%s'\n", flush_env);
+        return 2;
+    }
+    const bool flush_write = flush_env && !strcmp(flush_env, "write");
     nf_context *ctx = nullptr;
     CKNF(nf_context_create(&ctx, 0));
     cudaDeviceProp prop;
@@ -374,12 +380,7 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&b.sink, sizeof(unsigned)));
     CK(cudaMemset(b.flush, kFlushFill, kFlushBytes));
     b.ctx = ctx;
-    const char *flush_env = getenv("NF_PROBE_FLUSH");
-    if (flush_env && strcmp(flush_env, "read") && strcmp(flush_env, "write")) {
-        fprintf(stderr, "prenorm_probe: NF_PROBE_FLUSH must be 'read' or 'write', got '%s'\n", flush_env);
-        return 2;
-    }
-    b.flush_write = flush_env && !strcmp(flush_env, "write");
+    b.flush_write = flush_write;
     cublasLtHandle_t lt;
     CKLT(cublasLtCreate(&lt));
 

@@ -2,7 +2,7 @@
 # run_probe.sh — build and run the pre-norm GEMM probe on a Hopper machine.
 #   [SANITIZE=1] fused/tools/run_probe.sh [--quick | --tails | --shape MxKxN]   (from the repository root)
 # NF_PROBE_VARIANTS picks the variants timed; NF_PROBE_PATCH a diff to build with (build_probe.sh);
-# NF_PROBE_FLUSH=write the probe's L2 flush before 2026-12-07 (a memset; default: the bench's read).
+# NF_PROBE_FLUSH=write the probe's L2 flush before 4395c1b (a memset; default: read, as the bench).
 # Builds with build_probe.sh (nvcc directly, no CMake), prints the
 # resource report and the HGMMA count of the SASS, then runs the probe.
 # NF_PROBE_BIN=FILE runs a probe built before (ab_patches.sh builds each once), keeps it and

@@ -331,7 +331,7 @@ int main(int argc, char **argv)
     if (getenv("NF_SEED")) seed = strtoull(getenv("NF_SEED"), nullptr, 0);
     printf("seed %llu (override with NF_SEED=<seed>)\n", (unsigned long long)seed);
     const char *flush_env = getenv("NF_PROBE_FLUSH");
-    if (flush_env && strcmp(flush_env, "read") && strcmp(flush_env, "write")) {
+    if (flush_env && *flush_env && strcmp(flush_env, "read") && strcmp(flush_env, "write")) {
         fprintf(stderr, "prenorm_probe: NF_PROBE_FLUSH must be 'read' or 'write', got '%s'\n", flush_env);
         return 2;
     }

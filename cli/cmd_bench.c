@@ -50,8 +50,6 @@
 
 enum {
     FLUSH_BYTES = 256u << 20,  /* > 4x the H200's 60 MB L2 */
-    FLUSH_FILL = 0x5a,         /* every byte of the read flush's buffer, so the xor of the */
-    FLUSH_NEVER = 1,           /* four equal words of a 16-byte load is 0, never this */
     HOST_BLOCK_ELEMS = 1u << 26 /* 128 MiB of random bf16 generated on the host */
 };
 static const size_t POOL_ELEMS = (size_t)1 << 30; /* 2 GiB of inputs */
@@ -134,7 +132,7 @@ static int cmp_float(const void *x, const void *y)
 static nf_status flush_l2(bench *b, int i)
 {
     if (b->flush_read)
-        return nf_ref_read_sweep(b->ctx, b->flush, FLUSH_BYTES, FLUSH_NEVER, b->sink);
+        return nf_ref_read_sweep(b->ctx, b->flush, FLUSH_BYTES, NF_REF_SWEEP_NEVER, b->sink);
     cudaError_t e = cudaMemsetAsync(b->flush, i & 0xff, FLUSH_BYTES, b->stream);
     return e == cudaSuccess ? NF_OK : nf_fail(NF_ERR_CUDA, "normfuse bench", "cudaMemsetAsync: %s", cudaGetErrorString(e));
 }
@@ -938,7 +936,7 @@ int nf_cmd_bench(int argc, char **argv)
     NF_CUDA_CHECK(cudaEventCreate(&b.stop));
     NF_CUDA_CHECK(cudaMalloc(&b.flush, FLUSH_BYTES));
     NF_CUDA_CHECK(cudaMalloc((void **)&b.sink, sizeof *b.sink));
-    NF_CUDA_CHECK(cudaMemset(b.flush, FLUSH_FILL, FLUSH_BYTES));
+    NF_CUDA_CHECK(cudaMemset(b.flush, NF_REF_SWEEP_FILL, FLUSH_BYTES));
     NF_CUDA_CHECK(cudaMalloc((void **)&b.pool, POOL_ELEMS * sizeof(nf_bf16)));
     NF_CUDA_CHECK(cudaMalloc((void **)&b.out, OUT_BYTES));
     if (fill_pool(&b, seed) != 0) {

@@ -73,7 +73,10 @@ nf_status nf_ref_f32_to_bf16(nf_context *ctx, const float *in, int64_t n, nf_bf1
 /* Reads the first bytes / 16 * 16 bytes of buf (16-byte aligned) and dirties
  * nothing: a thread writes *sink only if the xor of the 32-bit words it read
  * equals `never`, which the caller picks so that the buffer cannot produce it.
- * The bench's clean L2 flush. */
+ * The clean L2 flush of the bench and of the pre-norm probe: a buffer with
+ * NF_REF_SWEEP_FILL in every byte makes the xor of each 16-byte load's four
+ * equal words 0, so `never` = NF_REF_SWEEP_NEVER is never produced. */
+enum { NF_REF_SWEEP_FILL = 0x5a, NF_REF_SWEEP_NEVER = 1 };
 nf_status nf_ref_read_sweep(nf_context *ctx, const void *buf, size_t bytes, unsigned never, unsigned *sink);
 
 #ifdef __cplusplus

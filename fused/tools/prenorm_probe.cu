@@ -72,8 +72,6 @@ static const double kUf = 0x1p-24;
 static const float kEps = 1e-6f;
 static const int kReps = 15, kWarm = 3;
 static const size_t kFlushBytes = 256u << 20; /* > the 60 MB L2 */
-static const unsigned char kFlushFill = 0x5a;  /* the read flush's buffer, every byte */
-static const unsigned kFlushNever = 1;         /* the xor of four equal words is 0, never 1 */
 static const uint16_t kPoison = 0xFFFF;       /* a NaN pattern */
 static const int kTailRows = 128;             /* rows past M that must stay untouched */
 
@@ -135,7 +133,7 @@ static void flush_l2(const bufs &b, int r)
     if (b.flush_write)
         CK(cudaMemsetAsync(b.flush, r & 0xFF, kFlushBytes));
     else
-        CKNF(nf_ref_read_sweep(b.ctx, b.flush, kFlushBytes, kFlushNever, b.sink));
+        CKNF(nf_ref_read_sweep(b.ctx, b.flush, kFlushBytes, NF_REF_SWEEP_NEVER, b.sink));
 }
 
 /* ---- cuBLASLt: Y[M,N] = A[M,K] B[K,N] row-major, i.e. Y^T = B^T A^T col-major -- */
@@ -378,7 +376,7 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&b.rstd, (maxMK + kTailRows) * 4));
     CK(cudaMalloc(&b.flush, kFlushBytes)); CK(cudaMalloc(&b.ws, b.ws_bytes));
     CK(cudaMalloc(&b.sink, sizeof(unsigned)));
-    CK(cudaMemset(b.flush, kFlushFill, kFlushBytes));
+    CK(cudaMemset(b.flush, NF_REF_SWEEP_FILL, kFlushBytes));
     b.ctx = ctx;
     b.flush_write = flush_write;
     cublasLtHandle_t lt;

@@ -47,6 +47,31 @@ run_script v3 v1 --by-shape "$dir/a.txt"
 expect "$out" '^65536x256x512 +no run with both times$' "--by-shape: a shape never timed"
 run_script v2 v1 "$dir/a.txt"
 if printf '%s\n' "$out" | grep -q 'median .*over 1 in'; then echo "FAIL: per-shape lines without --by-shape"; status=1; fi
+# --bench: the bench's fused/gemm beside auto / cublasLt (a.txt: 0.900, 1.000, 1.000), two bench
+# runs: 65536x256x256 0.950 and 0.970 (median 0.960), 65536x256x512 1.000 and 1.012 (1.006), and
+# 524288x256x256 in neither; a fused (not summary) case of a shape must not be read
+cat > "$dir/b1.json" <<EOT
+{"cases": [
+ {"op": "prenorm_fwd", "impl": "fused", "shape": {"M": 65536, "K": 256, "N": 256}, "time_us": 50},
+ {"op": "prenorm_fwd", "impl": "summary", "shape": {"M": 65536, "K": 256, "N": 256}, "t_fused_us": 95, "t_gemm_us": 100},
+ {"op": "prenorm_fwd", "impl": "summary", "shape": {"M": 65536, "K": 256, "N": 512}, "t_fused_us": 100, "t_gemm_us": 100}]}
+EOT
+sed -e 's/"t_fused_us": 95,/"t_fused_us": 97,/; s/"t_fused_us": 100,/"t_fused_us": 101.2,/' "$dir/b1.json" > "$dir/b2.json"
+run_script auto cublasLt --by-shape "$dir/a.txt" --bench "$dir/b1.json" "$dir/b2.json"
+expect "$out" '^65536x256x256 +median 0\.900, 0\.900-0\.900, over 1 in 0 of 1; bench 0\.960 \(0\.950-0\.970, 2 runs\), probe - bench -0\.060$' \
+  "--bench: the bench's median and range beside the probe's, and the difference"
+expect "$out" '^65536x256x512 +median 1\.000, .*; bench 1\.006 \(1\.000-1\.012, 2 runs\), probe - bench -0\.006$' "--bench: another shape"
+expect "$out" '^524288x256x256 +median 1\.000, .*; no bench reading$' "--bench: a shape the bench did not time"
+expect "$out" '^# probe - bench over 2 shapes: median size 0\.033, largest 0\.060, within 0\.01 on 1$' "--bench: the closing line"
+expect_rc 0 "--bench on readable runs"
+expect_error 2 "--bench without --by-shape" "^probe_ratios: --bench sets the bench's fused/gemm beside auto / cublasLt --by-shape only\$" \
+  auto cublasLt "$dir/a.txt" --bench "$dir/b1.json"
+expect_error 2 "--bench over other columns" "^probe_ratios: --bench sets" v2 v1 --by-shape "$dir/a.txt" --bench "$dir/b1.json"
+expect_error 2 "--bench on a file that is no bench run" "^probe_ratios: .*a\.txt: not JSON" \
+  auto cublasLt --by-shape "$dir/a.txt" --bench "$dir/a.txt"
+printf '{"cases": [{"op": "gemm", "impl": "vendor", "shape": {"M": 1, "K": 8, "N": 8}, "time_us": 1}]}' > "$dir/nogemm.json"
+expect_error 2 "--bench on a run without a pre-norm summary" "^probe_ratios: .*nogemm\.json: no pre-norm summary case with t_fused_us and t_gemm_us\$" \
+  auto cublasLt --by-shape "$dir/a.txt" --bench "$dir/nogemm.json"
 # --den-from: DEN from another run, pairwise (a patched build over its base)
 run_script v2 v2 "$dir/b.txt" --den-from "$dir/a.txt"
 expect "$out" '^65536x256x256 +0\.889$' "--den-from: v2 of b over v2 of a"

@@ -25,19 +25,31 @@ without it, timed in mirrored order (base, patched, patched, base).
 median ratio, the range, and in how many runs NUM is slower (ratio over 1): for auto over
 cublasLt, in how many runs a shape misses the pre-norm goal's t_fused <= t_gemm.
 
+--bench BENCH.json [BENCH.json ...] (with --by-shape, for auto over cublasLt
+only) sets the bench's reading of the same ratio beside each shape's line:
+the median over those runs of t_fused / t_gemm from the bench's pre-norm
+summary case (scripts/prenorm_goals.py's fused/gemm), and the probe's median
+minus it; then one line: over the shapes both instruments timed, the median
+and largest size of that difference and on how many shapes it is within 1 %.
+It says whether the probe can stand in for the bench as a forecast of the goal.
+
 --timed PROBE.txt prints the variant columns of that table with a time on at
 least one shape (not auto, cublasLt or roofline), space-separated: the
 variants a run timed (fused/tools/ab_patches.sh compares those).
 
 Exit status: 0; 2 on usage errors: a file that holds no probe table, a
-column it lacks, or --den-from naming a different number of files than PROBE
-(each named on stderr in one line).
+column it lacks, --den-from naming a different number of files than PROBE, or
+--bench without --by-shape, over columns other than auto and cublasLt, or on
+a file that is no bench run or holds no pre-norm summary case (each named on
+stderr in one line).
 """
 
 import argparse
 import re
 import statistics
 import sys
+
+from bench_compare import first_cases, read_runs
 
 HEADER = re.compile(r"^M x K x N\s")
 ROW = re.compile(r"^\d+x\d+x\d+\s")
@@ -103,6 +115,25 @@ def timed_variants(path):
             and any(times.get(n) is not None for _, times in rows)]
 
 
+def bench_ratios(paths):
+    """{MxKxN: [t_fused / t_gemm per bench run]} from the pre-norm summary cases of
+    the bench runs at paths; Refused on a file that is no bench run or has no such case."""
+    runs = read_runs("probe_ratios", paths)
+    if runs is None:
+        raise Refused(None)  # read_runs has named the file and what is wrong
+    got = {}
+    for path, run in zip(paths, runs):
+        cases = first_cases(run, lambda c: c.get("op") == "prenorm_fwd" and c.get("impl") == "summary" and
+                            c.get("t_fused_us") and c.get("t_gemm_us") and
+                            all(d in c.get("shape", {}) for d in "MKN"),
+                            lambda c: "%dx%dx%d" % (c["shape"]["M"], c["shape"]["K"], c["shape"]["N"]))
+        if not cases:
+            raise Refused("%s: no pre-norm summary case with t_fused_us and t_gemm_us" % path)
+        for shape, c in cases.items():
+            got.setdefault(shape, []).append(c["t_fused_us"] / c["t_gemm_us"])
+    return got
+
+
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "--timed":
         if len(sys.argv) != 3:
@@ -124,7 +155,13 @@ def main():
                     help="a line per shape over the runs: median, range, runs over 1")
     ap.add_argument("--den-from", metavar="BASE.txt", nargs="+",
                     help="read DEN from these runs, pairwise with the PROBE files")
+    ap.add_argument("--bench", metavar="BENCH.json", nargs="+",
+                    help="with --by-shape, auto cublasLt: the bench's fused/gemm beside each shape")
     args = ap.parse_args()
+    if args.bench and not (args.by_shape and args.num == "auto" and args.den == "cublasLt" and not args.den_from):
+        print("probe_ratios: --bench sets the bench's fused/gemm beside auto / cublasLt --by-shape only",
+              file=sys.stderr)
+        return 2
     keep = re.compile(args.shapes) if args.shapes else None
     if args.den_from and len(args.den_from) != len(args.probes):
         print("probe_ratios: --den-from names %d files for %d PROBE files; give as many of each" %
@@ -148,8 +185,10 @@ def main():
                 b = den(den_times[shape]) if shape in den_times else None
                 ratios[shape] = a / b if a is not None and b is not None else None
             runs.append(ratios)
+        bench = bench_ratios(args.bench) if args.bench else None
     except Refused as e:
-        print("probe_ratios: %s" % e, file=sys.stderr)
+        if e.args[0] is not None:
+            print("probe_ratios: %s" % e, file=sys.stderr)
         return 2
 
     shapes = sorted({s for r in runs for s in r}, key=shape_key)
@@ -170,13 +209,30 @@ def main():
     if args.by_shape:
         print("# per shape over the runs with both times: median, range, runs with %s / %s over 1" %
               (args.num, over))
+        diffs = []
         for s in shapes:
             got = [r[s] for r in runs if r.get(s) is not None]
             if not got:
                 print("%-18s no run with both times" % s)
                 continue
-            print("%-18s median %.3f, %.3f-%.3f, over 1 in %d of %d" %
-                  (s, statistics.median(got), min(got), max(got), sum(v > 1 for v in got), len(got)))
+            line = "%-18s median %.3f, %.3f-%.3f, over 1 in %d of %d" % (
+                s, statistics.median(got), min(got), max(got), sum(v > 1 for v in got), len(got))
+            if bench is not None:
+                b = bench.get(s)
+                if b:
+                    diffs.append(statistics.median(got) - statistics.median(b))
+                    line += "; bench %.3f (%.3f-%.3f, %d runs), probe - bench %+.3f" % (
+                        statistics.median(b), min(b), max(b), len(b), diffs[-1])
+                else:
+                    line += "; no bench reading"
+            print(line)
+        if bench is not None:
+            if diffs:
+                size = [abs(d) for d in diffs]
+                print("# probe - bench over %d shapes: median size %.3f, largest %.3f, within 0.01 on %d" %
+                      (len(diffs), statistics.median(size), max(size), sum(d <= 0.01 for d in size)))
+            else:
+                print("# probe - bench: no shape that both timed")
     return 0
 
 

@@ -49,8 +49,6 @@ import re
 import statistics
 import sys
 
-from bench_compare import first_cases, read_runs
-
 HEADER = re.compile(r"^M x K x N\s")
 ROW = re.compile(r"^\d+x\d+x\d+\s")
 NON_TIMES = {"best", "b/gemm", "TFLOP/s", "%roof"}  # the table's columns after the times
@@ -118,6 +116,7 @@ def timed_variants(path):
 def bench_ratios(paths):
     """{MxKxN: [t_fused / t_gemm per bench run]} from the pre-norm summary cases of
     the bench runs at paths; Refused on a file that is no bench run or has no such case."""
+    from bench_compare import first_cases, read_runs  # here: only --bench needs it
     runs = read_runs("probe_ratios", paths)
     if runs is None:
         raise Refused(None)  # read_runs has named the file and what is wrong

@@ -22,9 +22,13 @@
  * The algorithm comes from the heuristic (workspace NF_REF_GEMM_WORKSPACE in
  * slot NF_REF_SLOT_GEMM) and is cached with its descriptors per shape and
  * pointer alignment in a small table the context owns (nf_ctx_cache; freed
- * with it), so steady-state calls cost one cublasLtMatmul.
+ * with it), so steady-state calls cost one cublasLtMatmul.  With
+ * NF_REF_GEMM_LOG set (not empty), each plan built prints one line on
+ * stderr naming the shape and the algorithm the heuristic gave
+ * (nf_ref_lt_algo_text): which kernel a bench's or a probe's cuBLASLt time is.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,7 +141,35 @@ static nf_status plan_describe(cublasLtHandle_t lt, const gemm_key *k, gemm_plan
     p->algo = res.algo;
     p->workspace = res.workspaceSize;
     p->used = 1;
+    const char *log = getenv("NF_REF_GEMM_LOG");
+    if (log && *log) {
+        char text[160];
+        nf_ref_lt_algo_text(&p->algo, text, sizeof text);
+        fprintf(stderr, "nf_ref_gemm plan: M=%lld N=%lld K=%lld trans %d%d out %s align %d/%d/%d: %s, workspace %zu\n",
+                (long long)k->M, (long long)k->N, (long long)k->K, k->trans_a, k->trans_b,
+                k->out_f32 ? "f32" : "bf16", k->align_a, k->align_b, k->align_c, text, p->workspace);
+    }
     return NF_OK;
+}
+
+void nf_ref_lt_algo_text(const void *algo, char *text, size_t size)
+{
+    const cublasLtMatmulAlgo_t *a = algo;
+    int32_t id = -1, splitk = 0;
+    uint32_t tile = 0, stages = 0, reduction = 0, swizzle = 0, custom = 0;
+    uint16_t cluster = 0;
+    size_t n;
+    /* an attribute that cannot be read stays at its sentinel: the text is for reading, not parsing */
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &n);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &n);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &n);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &n);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &reduction, sizeof reduction, &n);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzle, sizeof swizzle, &n);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof custom, &n);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &n);
+    snprintf(text, size, "algo %d tile %u stages %u splitk %d reduction %u swizzle %u custom %u cluster %u",
+             (int)id, tile, stages, (int)splitk, reduction, swizzle, custom, (unsigned)cluster);
 }
 
 static nf_status plan_build(cublasLtHandle_t lt, const gemm_key *k, gemm_plan *p)
@@ -176,27 +208,46 @@ static nf_status plan_get(nf_context *ctx, cublasLtHandle_t lt, const gemm_key *
     return NF_OK;
 }
 
-/* D = alpha op(A) op(B), beta = 0: bf16 into g->C, or fp32 into acc (ld ldacc). */
-static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, float *acc, int64_t ldacc)
+/* The plan (cached, or built now) for D = alpha op(A) op(B) into D with leading dimension ldd. */
+static nf_status plan_for(nf_context *ctx, cublasLtHandle_t lt, const nf_gemm_args *g, const void *D, int64_t ldd,
+                          int out_f32, gemm_plan **p)
 {
-    static const char where[] = "nf_ref_gemm";
-    cublasLtHandle_t lt;
-    NF_TRY(nf_ctx_cublaslt(ctx, &lt));
-    void *D = acc ? (void *)acc : (void *)g->C;
     gemm_key k;
     memset(&k, 0, sizeof k); /* the key is compared with memcmp: clear the padding */
     k.M = g->M; k.N = g->N; k.K = g->K;
-    k.lda = g->lda; k.ldb = g->ldb; k.ldc = acc ? ldacc : g->ldc;
+    k.lda = g->lda; k.ldb = g->ldb; k.ldc = ldd;
     k.trans_a = g->trans_a != 0; k.trans_b = g->trans_b != 0;
-    k.out_f32 = acc != NULL;
+    k.out_f32 = out_f32;
     k.align_a = alignment(g->A); k.align_b = alignment(g->B); k.align_c = alignment(D);
-    gemm_plan *p = NULL;
-    nf_status s = plan_get(ctx, lt, &k, &p);
+    const nf_status s = plan_get(ctx, lt, &k, p);
     if (s == NF_ERR_UNSUPPORTED_SHAPE)
-        return nf_fail(s, where, "cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (trans %d%d, "
+        return nf_fail(s, "nf_ref_gemm", "cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (trans %d%d, "
                        "lda %lld ldb %lld ldc %lld)", (long long)g->M, (long long)g->N, (long long)g->K,
-                       g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)k.ldc);
-    NF_TRY(s);
+                       g->trans_a, g->trans_b, (long long)g->lda, (long long)g->ldb, (long long)ldd);
+    return s;
+}
+
+nf_status nf_ref_gemm_algo_text(nf_context *ctx, const nf_gemm_args *g, char *text, size_t size)
+{
+    cublasLtHandle_t lt;
+    NF_TRY(nf_ctx_cublaslt(ctx, &lt));
+    gemm_plan *p = NULL;
+    if (g->beta == 0.0f)
+        NF_TRY(plan_for(ctx, lt, g, g->C, g->ldc, 0, &p));
+    else /* through fp32 (gemm_through_f32): the workspace's alignment, ld N */
+        NF_TRY(plan_for(ctx, lt, g, NULL, g->N, 1, &p));
+    nf_ref_lt_algo_text(&p->algo, text, size);
+    return NF_OK;
+}
+
+/* D = alpha op(A) op(B), beta = 0: bf16 into g->C, or fp32 into acc (ld ldacc). */
+static nf_status run_gemm(nf_context *ctx, const nf_gemm_args *g, float *acc, int64_t ldacc)
+{
+    cublasLtHandle_t lt;
+    NF_TRY(nf_ctx_cublaslt(ctx, &lt));
+    void *D = acc ? (void *)acc : (void *)g->C;
+    gemm_plan *p = NULL;
+    NF_TRY(plan_for(ctx, lt, g, D, acc ? ldacc : g->ldc, acc != NULL, &p));
     void *ws = NULL;
     if (p->workspace)
         NF_TRY(nf_ctx_workspace(ctx, NF_REF_SLOT_GEMM, NF_REF_GEMM_WORKSPACE, &ws));

@@ -33,6 +33,14 @@ nf_status nf_ref_norm_bwd_slot(nf_context *ctx, const nf_norm_bwd_args *a, int s
  * rounding (through an fp32 result in slot NF_REF_SLOT_ACC). */
 nf_status nf_ref_gemm_bias(nf_context *ctx, const nf_gemm_args *g, const nf_bf16 *bias);
 
+/* A cuBLASLt algorithm (a cublasLtMatmulAlgo_t *) as one line of text for a
+ * log: its id, tile, stages, split-K count, reduction scheme, CTA swizzle,
+ * custom option and cluster shape (cuBLASLt's enum numbers, cublasLt.h). */
+void nf_ref_lt_algo_text(const void *algo, char *text, size_t size);
+/* The same for the algorithm nf_ref_gemm runs for g (its cached plan, built
+ * now if there is none yet): what a bench's cuBLASLt time is the time of. */
+nf_status nf_ref_gemm_algo_text(nf_context *ctx, const nf_gemm_args *g, char *text, size_t size);
+
 /* 1 when some cuBLASLt configuration scales the rows of a row-major bf16
  * D = diag(v) (A @ B) in its epilogue (checked numerically on a small
  * problem), 0 when none does, -1 when the probe itself failed. */

@@ -5,7 +5,8 @@
  *
  *   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Isrc -Ifused \
  *        -I. fused/tools/prenorm_probe.cu src/status.c src/context.c \
- *        ref/elementwise.cu fused/prenorm_gemm_fwd.cu -lcublasLt -lcudnn -o prenorm_probe
+ *        ref/elementwise.cu ref/gemm_cublaslt.c fused/prenorm_gemm_fwd.cu -lcublasLt -lcublas -lcudnn \
+ *        -o prenorm_probe
  *   ./prenorm_probe [--quick | --tails | --shape MxKxN]  (NF_SEED=<seed> to change
  *       the inputs; --tails: tail shapes only, no timing; --shape: that shape
  *       only, no tails, e.g. under a profiler: per variant 2 checked launches,
@@ -24,6 +25,13 @@
  * instead (cudaMemset, this probe's flush until the probe readings of
  * fused/NOTES.md's "the goal's margins" section), whose writes may still be
  * draining to HBM when the timed launch starts.
+ * The cuBLASLt column (and the compute ceiling) is the library's nf_ref_gemm,
+ * the plan `normfuse bench` times as t_gemm (its workspace, alignment and
+ * reduction preferences, ref/gemm_cublaslt.c); NF_PROBE_GEMM=own times this
+ * probe's own plan instead (64 MiB of workspace, no other preference: the
+ * probe's column until the section "The probe against the bench" of
+ * fused/NOTES.md).  Each shape's line "cublasLt MxKxN: ..." names the
+ * algorithm timed.
  */
 #include <algorithm>
 #include <cmath>
@@ -124,6 +132,7 @@ struct bufs {
     size_t ws_bytes;
     nf_context *ctx;
     bool flush_write; /* NF_PROBE_FLUSH=write: the memset flush */
+    bool own_gemm;    /* NF_PROBE_GEMM=own: cuBLASLt through this probe's plan */
     unsigned *sink;   /* the read flush's never-written output */
 };
 
@@ -139,13 +148,28 @@ static void flush_l2(const bufs &b, int r)
 /* ---- cuBLASLt: Y[M,N] = A[M,K] B[K,N] row-major, i.e. Y^T = B^T A^T col-major -- */
 
 struct lt_gemm {
+    bool own; /* this probe's plan (NF_PROBE_GEMM=own), else the library's nf_ref_gemm */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t lb, la, ly;
     cublasLtMatmulAlgo_t algo;
+    nf_gemm_args ref;
 };
-static void lt_setup(cublasLtHandle_t lt, lt_gemm &g, int64_t M, int64_t K, int64_t N, int64_t lda,
-                     int64_t ldb, int64_t ldy, size_t ws)
+/* Y[M,N] = A[M,K] B[K,N] over the buffers of b (A at a, B at bm when given). */
+static void lt_setup(cublasLtHandle_t lt, lt_gemm &g, const bufs &b, int64_t M, int64_t K, int64_t N,
+                     const __nv_bfloat16 *a = nullptr, const __nv_bfloat16 *bm = nullptr)
 {
+    g.own = b.own_gemm;
+    if (!g.own) {
+        memset(&g.ref, 0, sizeof g.ref);
+        g.ref.M = M; g.ref.N = N; g.ref.K = K;
+        g.ref.A = (const nf_bf16 *)(a ? a : b.A); g.ref.lda = K;
+        g.ref.B = (const nf_bf16 *)(bm ? bm : b.B); g.ref.ldb = N;
+        g.ref.C = (nf_bf16 *)b.Y; g.ref.ldc = N;
+        g.ref.alpha = 1.0f; g.ref.beta = 0.0f;
+        return;
+    }
+    const int64_t lda = K, ldb = N, ldy = N;
+    const size_t ws = b.ws_bytes;
     CKLT(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     CKLT(cublasLtMatrixLayoutCreate(&g.lb, CUDA_R_16BF, N, K, ldb));
     CKLT(cublasLtMatrixLayoutCreate(&g.la, CUDA_R_16BF, K, M, lda));
@@ -162,12 +186,26 @@ static void lt_setup(cublasLtHandle_t lt, lt_gemm &g, int64_t M, int64_t K, int6
 }
 static void lt_run(cublasLtHandle_t lt, const lt_gemm &g, const bufs &b)
 {
+    if (!g.own) {
+        CKNF(nf_ref_gemm(b.ctx, &g.ref));
+        return;
+    }
     const float one = 1.0f, zero = 0.0f;
     CKLT(cublasLtMatmul(lt, g.op, &one, b.B, g.lb, b.A, g.la, &zero, b.Y, g.ly, b.Y, g.ly, &g.algo, b.ws,
                         b.ws_bytes, 0));
 }
+/* The algorithm g times, as nf_ref_lt_algo_text writes it. */
+static void lt_text(const lt_gemm &g, const bufs &b, char *text, size_t size)
+{
+    if (g.own)
+        nf_ref_lt_algo_text(&g.algo, text, size);
+    else
+        CKNF(nf_ref_gemm_algo_text(b.ctx, &g.ref, text, size));
+}
 static void lt_free(lt_gemm &g)
 {
+    if (!g.own)
+        return;
     cublasLtMatrixLayoutDestroy(g.lb); cublasLtMatrixLayoutDestroy(g.la); cublasLtMatrixLayoutDestroy(g.ly);
     cublasLtMatmulDescDestroy(g.op);
 }
@@ -334,6 +372,12 @@ int main(int argc, char **argv)
         return 2;
     }
     const bool flush_write = flush_env && !strcmp(flush_env, "write");
+    const char *gemm_env = getenv("NF_PROBE_GEMM");
+    if (gemm_env && *gemm_env && strcmp(gemm_env, "ref") && strcmp(gemm_env, "own")) {
+        fprintf(stderr, "prenorm_probe: NF_PROBE_GEMM must be 'ref' or 'own', got '%s'\n", gemm_env);
+        return 2;
+    }
+    const bool own_gemm = gemm_env && !strcmp(gemm_env, "own");
     nf_context *ctx = nullptr;
     CKNF(nf_context_create(&ctx, 0));
     cudaDeviceProp prop;
@@ -379,6 +423,7 @@ int main(int argc, char **argv)
     CK(cudaMemset(b.flush, NF_REF_SWEEP_FILL, kFlushBytes));
     b.ctx = ctx;
     b.flush_write = flush_write;
+    b.own_gemm = own_gemm;
     cublasLtHandle_t lt;
     CKLT(cublasLtCreate(&lt));
 
@@ -389,10 +434,10 @@ int main(int argc, char **argv)
         double ms = time_ms(b, [&] { CK(cudaMemcpyAsync(b.Y, b.A, bytes, cudaMemcpyDeviceToDevice)); });
         copy_bw = 2.0 * bytes / (ms * 1e-3);
         const int64_t S = kPeakSide;
-        lt_gemm g;
-        lt_setup(lt, g, S, S, S, S, S, S, b.ws_bytes);
         bufs sq = b; /* both 8192^2 operands inside the A buffer */
         sq.B = b.A + S * S;
+        lt_gemm g;
+        lt_setup(lt, g, b, S, S, S, sq.A, sq.B);
         fill_kernel<<<1024, 256>>>(sq.A, S, S, S, seed + 11, 0);
         fill_kernel<<<1024, 256>>>(sq.B, S, S, S, seed + 12, 0);
         CK(cudaGetLastError());
@@ -447,7 +492,11 @@ int main(int argc, char **argv)
         row r;
         r.s = s;
         lt_gemm g;
-        lt_setup(lt, g, s.M, s.K, s.N, s.K, s.N, s.N, b.ws_bytes);
+        lt_setup(lt, g, b, s.M, s.K, s.N);
+        char algo[160];
+        lt_text(g, b, algo, sizeof algo);
+        printf("cublasLt %lldx%lldx%lld (%s plan): %s\n", (long long)s.M, (long long)s.K, (long long)s.N,
+               g.own ? "the probe's own" : "nf_ref_gemm's", algo);
         /* every variant on, then auto, then cuBLASLt, timed in turn */
         std::vector<std::function<void()>> fns;
         std::vector<int> which;
@@ -491,8 +540,10 @@ int main(int argc, char **argv)
                nf_prenorm_variant_name((nf_prenorm_variant)bi), best / r.gemm,
                flops / (best * 1e-3) * 1e-12, 100.0 * roof / best);
     }
-    printf("(ms, medians of %d timed in turn, L2 flushed by %s; b/gemm = best fused variant / cuBLASLt GEMM alone)\n",
-           kReps, b.flush_write ? "a write (NF_PROBE_FLUSH=write)" : "a read");
+    printf("(ms, medians of %d timed in turn, L2 flushed by %s; cuBLASLt through %s; b/gemm = best fused "
+           "variant / cuBLASLt GEMM alone)\n",
+           kReps, b.flush_write ? "a write (NF_PROBE_FLUSH=write)" : "a read",
+           b.own_gemm ? "the probe's own plan (NF_PROBE_GEMM=own)" : "nf_ref_gemm, the bench's plan");
     printf("%s: %d check failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

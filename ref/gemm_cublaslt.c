@@ -145,6 +145,7 @@ static nf_status plan_describe(cublasLtHandle_t lt, const gemm_key *k, gemm_plan
     if (log && *log) {
         char text[160];
         nf_ref_lt_algo_text(&p->algo, text, sizeof text);
+        fflush(stdout); /* a log taking both streams keeps the line between the caller's lines */
         fprintf(stderr, "nf_ref_gemm plan: M=%lld N=%lld K=%lld trans %d%d out %s align %d/%d/%d: %s, workspace %zu\n",
                 (long long)k->M, (long long)k->N, (long long)k->K, k->trans_a, k->trans_b,
                 k->out_f32 ? "f32" : "bf16", k->align_a, k->align_b, k->align_c, text, p->workspace);

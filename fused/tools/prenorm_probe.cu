@@ -30,7 +30,7 @@
  * reduction preferences, ref/gemm_cublaslt.c); NF_PROBE_GEMM=own times this
  * probe's own plan instead (64 MiB of workspace, no other preference: the
  * probe's column until the section "The probe against the bench" of
- * fused/NOTES.md).  Each shape's line "cublasLt MxKxN: ..." names the
+ * fused/NOTES.md).  Each shape's line "cublasLt MxKxN (... plan): ..." names the
  * algorithm timed.
  */
 #include <algorithm>

@@ -116,20 +116,19 @@ def timed_variants(path):
 def bench_ratios(paths):
     """{MxKxN: [t_fused / t_gemm per bench run]} from the pre-norm summary cases of
     the bench runs at paths; Refused on a file that is no bench run or has no such case."""
-    from bench_compare import first_cases, read_runs  # here: only --bench needs it
+    # here, not at the top: only --bench needs them
+    from bench_compare import read_runs
+    from prenorm_goals import summaries  # the summary cases prenorm_goals.py judges the goal on
     runs = read_runs("probe_ratios", paths)
     if runs is None:
         raise Refused(None)  # read_runs has named the file and what is wrong
     got = {}
     for path, run in zip(paths, runs):
-        cases = first_cases(run, lambda c: c.get("op") == "prenorm_fwd" and c.get("impl") == "summary" and
-                            c.get("t_fused_us") and c.get("t_gemm_us") and
-                            all(d in c.get("shape", {}) for d in "MKN"),
-                            lambda c: "%dx%dx%d" % (c["shape"]["M"], c["shape"]["K"], c["shape"]["N"]))
-        if not cases:
+        timed = {shape: c for shape, c in summaries(run).items() if c.get("t_fused_us") and c.get("t_gemm_us")}
+        if not timed:
             raise Refused("%s: no pre-norm summary case with t_fused_us and t_gemm_us" % path)
-        for shape, c in cases.items():
-            got.setdefault(shape, []).append(c["t_fused_us"] / c["t_gemm_us"])
+        for (m, k, n), c in timed.items():
+            got.setdefault("%dx%dx%d" % (m, k, n), []).append(c["t_fused_us"] / c["t_gemm_us"])
     return got
 
 

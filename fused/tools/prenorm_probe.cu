@@ -32,6 +32,11 @@
  * probe's column until the section "The probe against the bench" of
  * fused/NOTES.md).  Each shape's line "cublasLt MxKxN (... plan): ..." names the
  * algorithm timed.
+ * Inputs: by default spread over every binade of +-[1/64, 2), A's rows scaled
+ * so that rstd varies (the checks' inputs); NF_PROBE_INPUTS=bench draws them
+ * as `normfuse bench` does instead (A, g and W of unit variance, the probe's
+ * weight being the folded bf16(g W)), since what the tensor cores multiply
+ * moves their power, and with it the clock where the power cap holds it.
  */
 #include <algorithm>
 #include <cmath>
@@ -83,7 +88,7 @@ static const size_t kFlushBytes = 256u << 20; /* > the 60 MB L2 */
 static const uint16_t kPoison = 0xFFFF;       /* a NaN pattern */
 static const int kTailRows = 128;             /* rows past M that must stay untouched */
 
-/* ---- inputs: a hash of (seed, tensor, index), never zero ---------------------- */
+/* ---- inputs: a hash of (seed, tensor, index); the spread fills never zero ----- */
 
 __host__ __device__ static inline uint64_t mix64(uint64_t z)
 {
@@ -91,18 +96,40 @@ __host__ __device__ static inline uint64_t mix64(uint64_t z)
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
-/* x in +-[1/64, 2) times a per-row scale 2^(row%9 - 4) (A) so rstd varies. */
+/* What a fill draws (NF_PROBE_INPUTS picks the pair used for A and Wg). */
+enum fill_kind {
+    FILL_SPREAD,      /* +-[1/64, 2): every binade of the range, the probe's weights */
+    FILL_SPREAD_ROWS, /* the same times a per-row scale 2^(row%9 - 4), so rstd varies (A) */
+    FILL_NORMAL,      /* `normfuse bench`'s pool: a sum of four uniforms, unit variance */
+    FILL_NORMAL_FOLDED /* the bench's folded weight: bf16(g_row * W), both FILL_NORMAL */
+};
+/* A sum of four uniforms on [-1/2, 1/2] (16 bits each of one hash), scaled to
+ * unit variance, as cli/cmd_bench.c's fill_pool draws its pool. */
+__device__ static inline float normal4(uint64_t h)
+{
+    float s = 0;
+    for (int q = 0; q < 4; ++q)
+        s += ((float)((h >> (16 * q)) & 0xFFFF) + 0.5f) * 0x1p-16f - 0.5f;
+    return s * 1.7320508f;
+}
 __global__ void fill_kernel(__nv_bfloat16 *x, int64_t rows, int64_t cols, int64_t ld, uint64_t seed,
-                            int row_scale)
+                            fill_kind kind)
 {
     const int64_t n = rows * cols;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i / cols, c = i % cols;
         const uint64_t h = mix64(seed + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1));
-        float u = (float)((h >> 40) & 0xFFFFFF) * 0x1p-24f; /* [0,1) */
-        float v = (1.0f / 64.0f + u * 1.984375f) * ((h & 1) ? -1.0f : 1.0f);
-        if (row_scale)
-            v = ldexpf(v, (int)(r % 9) - 4);
+        float v;
+        if (kind == FILL_NORMAL || kind == FILL_NORMAL_FOLDED) {
+            v = normal4(h);
+            if (kind == FILL_NORMAL_FOLDED) /* g_r: one draw per row, from its own stream */
+                v *= __bfloat162float(__float2bfloat16_rn(normal4(mix64(~seed + 0x9E3779B97F4A7C15ull * (uint64_t)(r + 1)))));
+        } else {
+            const float u = (float)((h >> 40) & 0xFFFFFF) * 0x1p-24f; /* [0,1) */
+            v = (1.0f / 64.0f + u * 1.984375f) * ((h & 1) ? -1.0f : 1.0f);
+            if (kind == FILL_SPREAD_ROWS)
+                v = ldexpf(v, (int)(r % 9) - 4);
+        }
         x[r * ld + c] = __float2bfloat16_rn(v);
     }
 }
@@ -378,6 +405,15 @@ int main(int argc, char **argv)
         return 2;
     }
     const bool own_gemm = gemm_env && !strcmp(gemm_env, "own");
+    const char *inputs_env = getenv("NF_PROBE_INPUTS");
+    if (inputs_env && *inputs_env && strcmp(inputs_env, "spread") && strcmp(inputs_env, "bench")) {
+        fprintf(stderr, "prenorm_probe: NF_PROBE_INPUTS must be 'spread' or 'bench', got '%s'\n", inputs_env);
+        return 2;
+    }
+    const bool bench_inputs = inputs_env && !strcmp(inputs_env, "bench");
+    printf("inputs: %s\n", bench_inputs ? "the bench's (A and g, W unit-variance sums of four uniforms, "
+                                          "Wg = bf16(g W))"
+                                        : "spread (+-[1/64, 2), A's rows scaled by 2^(row%9 - 4))");
     nf_context *ctx = nullptr;
     CKNF(nf_context_create(&ctx, 0));
     cudaDeviceProp prop;
@@ -438,8 +474,8 @@ int main(int argc, char **argv)
         sq.B = b.A + S * S;
         lt_gemm g;
         lt_setup(lt, g, b, S, S, S, sq.A, sq.B);
-        fill_kernel<<<1024, 256>>>(sq.A, S, S, S, seed + 11, 0);
-        fill_kernel<<<1024, 256>>>(sq.B, S, S, S, seed + 12, 0);
+        fill_kernel<<<1024, 256>>>(sq.A, S, S, S, seed + 11, FILL_SPREAD);
+        fill_kernel<<<1024, 256>>>(sq.B, S, S, S, seed + 12, FILL_SPREAD);
         CK(cudaGetLastError());
         ms = time_ms(b, [&] { lt_run(lt, g, sq); });
         peak = 2.0 * S * S * S / (ms * 1e-3);
@@ -460,8 +496,9 @@ int main(int argc, char **argv)
 
     int failures = 0;
     auto run_checks = [&](const shape &s, uint64_t k) {
-        fill_kernel<<<2048, 256>>>(b.A, s.M, s.K, s.K, seed ^ mix64(k), 1);
-        fill_kernel<<<256, 256>>>(b.B, s.K, s.N, s.N, seed ^ mix64(k + 1000), 0);
+        fill_kernel<<<2048, 256>>>(b.A, s.M, s.K, s.K, seed ^ mix64(k), bench_inputs ? FILL_NORMAL : FILL_SPREAD_ROWS);
+        fill_kernel<<<256, 256>>>(b.B, s.K, s.N, s.N, seed ^ mix64(k + 1000),
+                                  bench_inputs ? FILL_NORMAL_FOLDED : FILL_SPREAD);
         CK(cudaGetLastError());
         for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi) {
             if (!variant_on(vi)) continue;
@@ -540,10 +577,11 @@ int main(int argc, char **argv)
                nf_prenorm_variant_name((nf_prenorm_variant)bi), best / r.gemm,
                flops / (best * 1e-3) * 1e-12, 100.0 * roof / best);
     }
-    printf("(ms, medians of %d timed in turn, L2 flushed by %s; cuBLASLt through %s; b/gemm = best fused "
-           "variant / cuBLASLt GEMM alone)\n",
+    printf("(ms, medians of %d timed in turn, L2 flushed by %s; cuBLASLt through %s; inputs %s; b/gemm = "
+           "best fused variant / cuBLASLt GEMM alone)\n",
            kReps, b.flush_write ? "a write (NF_PROBE_FLUSH=write)" : "a read",
-           b.own_gemm ? "the probe's own plan (NF_PROBE_GEMM=own)" : "nf_ref_gemm, the bench's plan");
+           b.own_gemm ? "the probe's own plan (NF_PROBE_GEMM=own)" : "nf_ref_gemm, the bench's plan",
+           bench_inputs ? "the bench's (NF_PROBE_INPUTS=bench)" : "spread");
     printf("%s: %d check failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

@@ -5,6 +5,7 @@
 # NF_PROBE_FLUSH=write the probe's L2 flush before 4395c1b (a memset; default: read, as the bench).
 # NF_PROBE_GEMM=own times cuBLASLt through the probe's own plan, as before the bench's
 # (default: nf_ref_gemm, the plan the bench times as t_gemm).
+# NF_PROBE_INPUTS=bench draws A and the weight as the bench does (default: spread, the checks' inputs).
 # Builds with build_probe.sh (nvcc directly, no CMake), prints the
 # resource report and the HGMMA count of the SASS, then runs the probe.
 # NF_PROBE_BIN=FILE runs a probe built before (ab_patches.sh builds each once), keeps it and
@@ -30,7 +31,7 @@ if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer > /dev/null; then
   timeout 150 compute-sanitizer --tool memcheck "$bin" --tails > "$out/sanitizer.txt" 2>&1 || echo "sanitizer rc $?"
   grep -E "ERROR SUMMARY|FAIL|Invalid|error" "$out/sanitizer.txt" | head -20 || true
 fi
-report_header "$out/probe_log.txt" "${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }${NF_PROBE_VARIANTS:+NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS }${NF_PROBE_FLUSH:+NF_PROBE_FLUSH=$NF_PROBE_FLUSH }${NF_PROBE_GEMM:+NF_PROBE_GEMM=$NF_PROBE_GEMM }fused/tools/run_probe.sh $*"
+report_header "$out/probe_log.txt" "${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }${NF_PROBE_VARIANTS:+NF_PROBE_VARIANTS=$NF_PROBE_VARIANTS }${NF_PROBE_FLUSH:+NF_PROBE_FLUSH=$NF_PROBE_FLUSH }${NF_PROBE_GEMM:+NF_PROBE_GEMM=$NF_PROBE_GEMM }${NF_PROBE_INPUTS:+NF_PROBE_INPUTS=$NF_PROBE_INPUTS }fused/tools/run_probe.sh $*"
 clock_log_start "$out/probe_clocks.csv"
 rc=0
 timeout "${PROBE_TIMEOUT:-200}" "$bin" "$@" 2>&1 | tee -a "$out/probe_log.txt" || rc=$?

@@ -122,8 +122,10 @@ __global__ void fill_kernel(__nv_bfloat16 *x, int64_t rows, int64_t cols, int64_
         float v;
         if (kind == FILL_NORMAL || kind == FILL_NORMAL_FOLDED) {
             v = normal4(h);
-            if (kind == FILL_NORMAL_FOLDED) /* g_r: one draw per row, from its own stream */
-                v *= __bfloat162float(__float2bfloat16_rn(normal4(mix64(~seed + 0x9E3779B97F4A7C15ull * (uint64_t)(r + 1)))));
+            if (kind == FILL_NORMAL_FOLDED) { /* bf16 g_r times bf16 W, as nf_fold_weight folds them */
+                const float g = normal4(mix64(~seed + 0x9E3779B97F4A7C15ull * (uint64_t)(r + 1)));
+                v = __bfloat162float(__float2bfloat16_rn(g)) * __bfloat162float(__float2bfloat16_rn(v));
+            }
         } else {
             const float u = (float)((h >> 40) & 0xFFFFFF) * 0x1p-24f; /* [0,1) */
             v = (1.0f / 64.0f + u * 1.984375f) * ((h & 1) ? -1.0f : 1.0f);

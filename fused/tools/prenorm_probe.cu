@@ -98,10 +98,10 @@ __host__ __device__ static inline uint64_t mix64(uint64_t z)
 }
 /* What a fill draws (NF_PROBE_INPUTS picks the pair used for A and Wg). */
 enum fill_kind {
-    FILL_SPREAD,      /* +-[1/64, 2): every binade of the range, the probe's weights */
-    FILL_SPREAD_ROWS, /* the same times a per-row scale 2^(row%9 - 4), so rstd varies (A) */
-    FILL_NORMAL,      /* `normfuse bench`'s pool: a sum of four uniforms, unit variance */
-    FILL_NORMAL_FOLDED /* the bench's folded weight: bf16(g_row * W), both FILL_NORMAL */
+    FILL_SPREAD,        /* +-[1/64, 2): every binade of the range, the probe's weights */
+    FILL_SPREAD_ROWS,   /* the same times a per-row scale 2^(row%9 - 4), so rstd varies (A) */
+    FILL_NORMAL,        /* `normfuse bench`'s pool: a sum of four uniforms, unit variance */
+    FILL_NORMAL_FOLDED, /* the bench's folded weight: bf16(g_row * W), both FILL_NORMAL */
 };
 /* A sum of four uniforms on [-1/2, 1/2] (16 bits each of one hash), scaled to
  * unit variance, as cli/cmd_bench.c's fill_pool draws its pool. */

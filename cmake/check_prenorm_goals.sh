@@ -6,7 +6,8 @@
 # 524288x1024x1024 at hidden 94.9 % (a miss), and 131072x1024x256, whose
 # summary case is absent (a miss, missing).  A non-summary case of a shape (the
 # fused kernel's own row) must not be read, nor a second summary of a shape.
-# Run b: every shape met.  Then files that are no bench run.
+# Run b: every shape met.  Two and three runs: the shapes met in every run, in
+# none, and in some.  Then files that are no bench run.
 set -eu
 # shellcheck source=cmake/check_lib.sh
 . "$(dirname "$0")/check_lib.sh" # $py, status, expect, script_and_scratch
@@ -50,7 +51,16 @@ expect "$two" '^M=65536 K=512 N=512 +1\.010\* +95\.0 +0\.980 +105\.0 +1 of 2$' "
 expect "$two" '^M=524288 K=1024 N=1024 +0\.980 +94\.9\* +0\.980 +105\.0 +1 of 2$' "two runs, a hidden miss marked"
 expect "$two" '^M=131072 K=1024 N=256 +- +0\.980 +105\.0 +1 of 2$' "two runs, a missing shape"
 expect "$two" '^run 2 \(.*b\.json\): goal met on 27 of 27 shapes' "each run's line"
+expect "$two" '^met in every run: 24 of 27 shapes$' "the shapes met in every run, counted"
+expect "$two" '^missed in every run: 0 of 27 shapes$' "no shape missed in both runs"
+expect "$two" '^met in some runs only: 3 of 27 shapes: M=65536 K=512 N=512 \(1 of 2\), M=131072 K=1024 N=256 \(1 of 2\), M=524288 K=1024 N=1024 \(1 of 2\)$' \
+  "the shapes met in one run of two, named in the grid's order"
 expect_rc 1 "a run under the goal"
+run_script "$dir/a.json" "$dir/a.json" "$dir/a.json"
+expect "$out" '^missed in every run: 3 of 27 shapes: M=65536 K=512 N=512, M=131072 K=1024 N=256, M=524288 K=1024 N=1024$' \
+  "the shapes missed in all three runs, a missing one among them"
+expect "$out" '^met in some runs only: 0 of 27 shapes$' "none met in some runs only"
+expect_rc 1 "three runs under the goal"
 expect_exit 0 "every shape met" "$dir/b.json"
 expect_exit 2 "a missing file" "$dir/missing.json"
 printf '{"copy_bw_tbs": 4.0, "cases": [{"op": "rmsnorm_fwd", "impl": "ref", "shape": {"M": 8, "n": 8}, "bytes": 1, "time_us": 1}]}' > "$dir/norm.json"

@@ -13,7 +13,9 @@ One run: a row per shape (variant, t_fused, t_gemm, fused/gemm, hidden%,
 goal is met, and each part on how many.  Several runs (the same kernels in
 separate processes, whose readings of a shape near either line differ): a
 row per shape with each run's fused/gemm and hidden% (a part missed marked
-'*') and in how many runs the shape met the goal, then one line per run.  A
+'*') and in how many runs the shape met the goal, then one line per run, then
+the shapes met in every run (counted), missed in every run and met in some
+runs only (each named).  A
 shape a run lacks, or whose fused case failed, is a miss ('-').
 
 Exit status: 0 when every shape meets the goal in every run, 1 when one does
@@ -85,6 +87,7 @@ def print_many(names, judged_runs):
     print("# %d runs: fused/gemm and hidden%% per run (* a part of the goal missed, - missing); "
           "goal: hidden%% >= %g and t_fused <= t_gemm" % (len(names), HIDDEN_GOAL))
     print("%-22s " % "shape" + " ".join("%14s" % ("run %d" % (i + 1)) for i in range(len(names))) + "  met in")
+    met_in = {}
     for shape in SHAPES:
         cells, met = [], 0
         for judged in judged_runs:
@@ -96,8 +99,19 @@ def print_many(names, judged_runs):
             met += gemm_ok and hidden_ok
             cells.append("%6.3f%s %5.1f%s" % (ratio, " " if gemm_ok else "*", hidden, " " if hidden_ok else "*"))
         print("%-22s " % shape_name(shape) + " ".join(cells) + "  %d of %d" % (met, len(names)))
+        met_in[shape] = met
     for i, (name, judged) in enumerate(zip(names, judged_runs)):
         print("run %d (%s): %s" % (i + 1, name, count_line(judged)))
+    every = [s for s in SHAPES if met_in[s] == len(names)]
+    never = [s for s in SHAPES if met_in[s] == 0]
+    some = [s for s in SHAPES if 0 < met_in[s] < len(names)]
+
+    def listed(shapes, label):
+        return ": " + ", ".join(map(label, shapes)) if shapes else ""
+    print("met in every run: %d of %d shapes" % (len(every), len(SHAPES)))
+    print("missed in every run: %d of %d shapes%s" % (len(never), len(SHAPES), listed(never, shape_name)))
+    print("met in some runs only: %d of %d shapes%s" % (len(some), len(SHAPES), listed(
+        some, lambda s: "%s (%d of %d)" % (shape_name(s), met_in[s], len(names)))))
 
 
 def main():

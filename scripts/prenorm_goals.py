@@ -15,8 +15,8 @@ separate processes, whose readings of a shape near either line differ): a
 row per shape with each run's fused/gemm and hidden% (a part missed marked
 '*') and in how many runs the shape met the goal, then one line per run, then
 the shapes met in every run (counted), missed in every run and met in some
-runs only (each named).  A
-shape a run lacks, or whose fused case failed, is a miss ('-').
+runs only (each named).  A shape a run lacks, or whose fused case failed, is
+a miss ('-').
 
 Exit status: 0 when every shape meets the goal in every run, 1 when one does
 not, 2 on usage errors, a file that is no bench run (named on stderr with

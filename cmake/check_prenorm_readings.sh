@@ -4,12 +4,13 @@
 # scratch copy of the tools it needs where build_probe.sh and gpu_suite.sh are stand-ins.  The
 # stand-in probe logs the inputs it was given and prints a table whose auto / cuBLASLt at
 # 65536x256x256 is 0.98 with the spread inputs and 1.02 with the bench's, and fails when its
-# inputs are PR_FAIL's; the stand-in suite logs its steps and bench settings, fails its build when
+# inputs are PR_FAIL's (its build fails when PR_PROBE_BUILD_FAIL is set); the stand-in suite logs its steps and bench settings, fails its build when
 # PR_BUILD_RC is set, and writes each reading's bench.json with that shape's fused/gemm from the
 # list PR_RATIOS (one per reading).  A stand-in nvidia-smi plays a GPU host (or a host without
 # one).  Checked: the refusals (exit 2, nothing run), no GPU (77), the probe runs named by kind
-# and given their inputs, the readings and their settings, the summaries and their headers, the
-# time limit, a failed probe run, a failed suite build.
+# and given their inputs, the probe build's log, the readings and their settings, the summaries
+# and their headers, the time limit, a failed probe build, a failed probe run, a failed suite
+# build.
 set -u
 command -v python3 > /dev/null || { echo "no python3 here: prenorm_readings_test skipped"; exit 77; }
 src="$1"
@@ -31,6 +32,7 @@ exit 0
 EOP
 chmod +x "$1"
 echo "ptxas info    : Used 168 registers" > "$2"
+[ -z "${PR_PROBE_BUILD_FAIL:-}" ] || { echo "stand-in: the probe does not build"; exit 1; }
 EOT
 cat > "$t/scripts/gpu_suite.sh" <<'EOT'
 #!/bin/bash
@@ -85,6 +87,8 @@ spread" "each probe run given its inputs"
 for r in spread1 bench1 spread2; do
   [ -f "$dir/o/probe/$r/probe_log.txt" ] || { echo "FAIL: no probe run probe/$r/"; status=1; }
 done
+expect_out "Used 168 registers" "$dir/o/probe/build.txt" "the probe build's ptxas report"
+expect_out "^SASS: 2 HGMMA, 0 LDL/STL, 1 UTMALDG$" "$dir/o/probe/build.txt" "the probe build's SASS counts"
 expect_out "^# command: NF_PROBE_VARIANTS=2,5 NF_PROBE_INPUTS=bench fused/tools/run_probe.sh" \
   "$dir/o/probe/bench1/probe_log.txt" "the probe log's header names the inputs"
 a="args=--grid prenorm --op prenorm_fwd,gemm,rmsnorm_fwd log=1"
@@ -118,6 +122,11 @@ NF_TIME_LIMIT=3600 pr 2 "$dir/o"; expect_rc 0 "a time limit that leaves every re
 PR_FAIL=bench pr 2 "$dir/o"; expect_rc 1 "a probe run that fails"
 expect_out "^prenorm_readings: a probe run failed \(probe/bench1/\): no readings$" "$dir/out" "the failed run named"
 [ ! -e "$dir/suite.log" ] || { echo "FAIL: the suite ran after a failed probe run"; status=1; }
+
+PR_PROBE_BUILD_FAIL=1 pr 2 "$dir/o"; expect_rc 1 "the probe's build fails"
+expect_out "^prenorm_readings: the probe build failed \(probe/build.txt\)$" "$dir/out" "the probe's failed build named"
+expect_out "^stand-in: the probe does not build$" "$dir/o/probe/build.txt" "the failed build's messages kept"
+nothing_ran "a failed probe build"
 
 PR_BUILD_RC=1 pr 2 "$dir/o"; expect_rc 1 "the suite's build fails"
 expect_out "^prenorm_readings: the suite's build failed" "$dir/out" "the suite's build failure named"

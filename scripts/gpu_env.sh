@@ -6,7 +6,7 @@
 # PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND,
 # ab_checks LOG LABEL CLI [VAR=VALUE], ab_rounds, ab_round_order,
 # ab_compare DIR ROUNDS ..., ncu_path, ncu_known_metrics, probe_sass_counts, the probe
-# tools' probe_variants, probe_gpu, patch_arg and probe_builds, and
+# tools' probe_variants, probe_gpu, patch_arg, probe_builds and probe_run, and
 # clock_log_start FILE / clock_log_stop.
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
@@ -152,6 +152,16 @@ patch_arg() {
   [ -r "$file" ] || { echo "$tool: $name: no readable diff '$file'" >&2; return 2; }
   diff_of[$name]="$(cd "$(dirname "$file")" && pwd)/$(basename "$file")"
   names+=("$name")
+}
+
+# probe_run DIR BIN [VAR=VALUE...]: run_probe.sh on the built probe BIN, its files into DIR
+# (made if missing), its stdout and stderr into DIR/stdout.txt, with the environment given;
+# its exit status.
+probe_run() {
+  local dir="$1" bin="$2"
+  shift 2
+  mkdir -p "$dir"
+  env OUT="$dir" NF_PROBE_BIN="$bin" "$@" fused/tools/run_probe.sh > "$dir/stdout.txt" 2>&1
 }
 
 # probe_builds TOOL OUT BINS [NVCC ARGS...]: the probe built once per name of the caller's

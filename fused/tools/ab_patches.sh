@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; } # the comment at the top
 [ $# -ge 1 ] || usage
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu, patch_arg, probe_builds, ab_rounds, ab_round_order
+. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu, patch_arg, probe_builds, probe_run, ab_rounds, ab_round_order
 variants="$(probe_variants ab_patches)" || exit 2
 rounds="$(ab_rounds ab_patches 2)" || exit 2
 declare -A diff_of=()
@@ -38,11 +38,8 @@ status=0
 for ((r = 1; r <= rounds; r++)); do
   mapfile -t order < <(ab_round_order "$r" "${names[@]}")
   for name in "${order[@]}"; do
-    dir="$out/${name}_r$r"
-    mkdir -p "$dir"
     rc=0
-    OUT="$dir" NF_PROBE_BIN="$bins/$name" NF_PROBE_PATCH="${diff_of[$name]:-}" fused/tools/run_probe.sh \
-      > "$dir/stdout.txt" 2>&1 || rc=$?
+    probe_run "$out/${name}_r$r" "$bins/$name" NF_PROBE_PATCH="${diff_of[$name]:-}" || rc=$?
     echo "ab_patches: round $r, $name: exit $rc"
     [ "$rc" = 0 ] || status=1
   done

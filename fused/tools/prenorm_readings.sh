@@ -23,7 +23,7 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2; e
 [ $# -eq 2 ] || usage
 readings="$1" outdir="$2"
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu, $root
+. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu, probe_builds, probe_run, $root
 fail() { echo "prenorm_readings: $*" >&2; exit 2; }
 [[ "$readings" =~ ^[1-9][0-9]*$ ]] || fail "READINGS '$readings' is not a positive integer"
 [ -n "$outdir" ] || fail "OUTDIR is empty"
@@ -44,17 +44,15 @@ declare -A runs_of=() # input kind -> its probe logs, relative to OUTDIR
 if [ -n "${kinds// /}" ]; then
   bins="$(mktemp -d)"
   trap 'rm -rf "$bins"' EXIT
-  mkdir -p "$out/probe"
-  fused/tools/build_probe.sh "$bins/probe" "$out/probe/ptxas.txt" > "$out/probe/build.txt" 2>&1 ||
-    { tail -20 "$out/probe/build.txt" >&2; die "the probe's build failed (probe/build.txt)"; }
+  names=(probe) # probe_builds' one build, unpatched: the binary $bins/probe, its log probe/build.txt
+  declare -A diff_of=()
+  probe_builds prenorm_readings "$out" "$bins" || exit 1
   declare -A n_of=()
   for k in $kinds; do
     n_of[$k]=$((${n_of[$k]:-0} + 1))
     name="$k${n_of[$k]}"
-    mkdir -p "$out/probe/$name"
     rc=0
-    OUT="$out/probe/$name" NF_PROBE_BIN="$bins/probe" NF_PROBE_INPUTS="$k" fused/tools/run_probe.sh \
-      > "$out/probe/$name/stdout.txt" 2>&1 || rc=$?
+    probe_run "$out/probe/$name" "$bins/probe" NF_PROBE_INPUTS="$k" || rc=$?
     echo "prenorm_readings: probe $name: exit $rc at $((SECONDS - start)) s"
     [ "$rc" = 0 ] || die "a probe run failed (probe/$name/): no readings"
     runs_of[$k]="${runs_of[$k]:-} probe/$name/probe_log.txt"

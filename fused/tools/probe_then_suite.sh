@@ -21,7 +21,7 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2; e
 [ $# -eq 5 ] || usage
 variant="$1" base="$2" shape="$3" pick="$4" suite="$5"
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu
+. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu, probe_run
 fail() { echo "probe_then_suite: $*" >&2; exit 2; }
 probe_variants probe_then_suite > /dev/null || exit 2
 for v in "$variant" "$base"; do [[ "$v" =~ ^[a-z][a-z0-9_]*$ ]] || fail "'$v' is not a variant's name (coop_n256_s4, ...)"; done
@@ -44,9 +44,8 @@ fused/tools/build_probe.sh "$bins/probe" "$out/ptxas.txt" > "$out/build.txt" 2>&
   { cat "$out/build.txt" >&2; echo "probe_then_suite: the probe's build failed (build.txt)" >&2; exit 1; }
 runs=()
 for ((r = 1; r <= rounds; r++)); do
-  mkdir -p "$out/probe_r$r"
   rc=0
-  OUT="$out/probe_r$r" NF_PROBE_BIN="$bins/probe" fused/tools/run_probe.sh > "$out/probe_r$r/stdout.txt" 2>&1 || rc=$?
+  probe_run "$out/probe_r$r" "$bins/probe" || rc=$?
   echo "probe_then_suite: probe run $r: exit $rc"
   [ "$rc" = 0 ] || { echo "probe_then_suite: a probe run failed (probe_r$r/): no suite" >&2; exit 1; }
   runs+=("$out/probe_r$r/probe_log.txt")

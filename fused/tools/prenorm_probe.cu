@@ -101,7 +101,6 @@ enum fill_kind {
     FILL_SPREAD,        /* +-[1/64, 2): every binade of the range, the probe's weights */
     FILL_SPREAD_ROWS,   /* the same times a per-row scale 2^(row%9 - 4), so rstd varies (A) */
     FILL_NORMAL,        /* `normfuse bench`'s pool: a sum of four uniforms, unit variance */
-    FILL_NORMAL_FOLDED, /* the bench's folded weight: bf16(g_row * W), both FILL_NORMAL */
 };
 /* A sum of four uniforms on [-1/2, 1/2] (16 bits each of one hash), scaled to
  * unit variance, as cli/cmd_bench.c's fill_pool draws its pool. */
@@ -120,12 +119,8 @@ __global__ void fill_kernel(__nv_bfloat16 *x, int64_t rows, int64_t cols, int64_
         const int64_t r = i / cols, c = i % cols;
         const uint64_t h = mix64(seed + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1));
         float v;
-        if (kind == FILL_NORMAL || kind == FILL_NORMAL_FOLDED) {
+        if (kind == FILL_NORMAL) {
             v = normal4(h);
-            if (kind == FILL_NORMAL_FOLDED) { /* bf16 g_r times bf16 W, as nf_fold_weight folds them */
-                const float g = normal4(mix64(~seed + 0x9E3779B97F4A7C15ull * (uint64_t)(r + 1)));
-                v = __bfloat162float(__float2bfloat16_rn(g)) * __bfloat162float(__float2bfloat16_rn(v));
-            }
         } else {
             const float u = (float)((h >> 40) & 0xFFFFFF) * 0x1p-24f; /* [0,1) */
             v = (1.0f / 64.0f + u * 1.984375f) * ((h & 1) ? -1.0f : 1.0f);
@@ -442,10 +437,11 @@ int main(int argc, char **argv)
         tails.clear();
     }
 
-    int64_t maxMK = 0, maxKN = 0, maxMN = 0;
+    int64_t maxMK = 0, maxK = 0, maxKN = 0, maxMN = 0;
     for (auto v : {&tails, &grid})
         for (const shape &s : *v) {
             maxMK = std::max(maxMK, s.M * s.K);
+            maxK = std::max(maxK, s.K);
             maxKN = std::max(maxKN, s.K * s.N);
             maxMN = std::max(maxMN, (s.M + kTailRows) * (s.N + s.pad));
         }
@@ -458,6 +454,11 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&b.rstd, (maxMK + kTailRows) * 4));
     CK(cudaMalloc(&b.flush, kFlushBytes)); CK(cudaMalloc(&b.ws, b.ws_bytes));
     CK(cudaMalloc(&b.sink, sizeof(unsigned)));
+    __nv_bfloat16 *g_raw = nullptr, *w_raw = nullptr; /* the bench inputs' g and W, before the fold */
+    if (bench_inputs) {
+        CK(cudaMalloc(&g_raw, maxK * 2));
+        CK(cudaMalloc(&w_raw, maxKN * 2));
+    }
     CK(cudaMemset(b.flush, NF_REF_SWEEP_FILL, kFlushBytes));
     b.ctx = ctx;
     b.flush_write = flush_write;
@@ -499,8 +500,15 @@ int main(int argc, char **argv)
     int failures = 0;
     auto run_checks = [&](const shape &s, uint64_t k) {
         fill_kernel<<<2048, 256>>>(b.A, s.M, s.K, s.K, seed ^ mix64(k), bench_inputs ? FILL_NORMAL : FILL_SPREAD_ROWS);
-        fill_kernel<<<256, 256>>>(b.B, s.K, s.N, s.N, seed ^ mix64(k + 1000),
-                                  bench_inputs ? FILL_NORMAL_FOLDED : FILL_SPREAD);
+        if (bench_inputs) { /* the weight as the bench makes it: g and W from its pool, folded by the library */
+            fill_kernel<<<4, 256>>>(g_raw, 1, s.K, s.K, seed ^ mix64(k + 2000), FILL_NORMAL);
+            fill_kernel<<<256, 256>>>(w_raw, s.K, s.N, s.N, seed ^ mix64(k + 1000), FILL_NORMAL);
+            CK(cudaGetLastError());
+            CKNF(nf_ref_fold_weight(ctx, s.K, s.N, (const nf_bf16 *)g_raw, (const nf_bf16 *)w_raw, s.N,
+                                    (nf_bf16 *)b.B, s.N));
+        } else {
+            fill_kernel<<<256, 256>>>(b.B, s.K, s.N, s.N, seed ^ mix64(k + 1000), FILL_SPREAD);
+        }
         CK(cudaGetLastError());
         for (int vi = 1; vi < NF_PRENORM_VARIANT_COUNT; ++vi) {
             if (!variant_on(vi)) continue;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # check_prenorm_probe_args.sh PROBE: the pre-norm probe (fused/tools/prenorm_probe.cu)
-# refuses a bad NF_PROBE_FLUSH, NF_PROBE_GEMM or NF_PROBE_INPUTS before it touches the device, so on
+# refuses a bad NF_PROBE_FLUSH, NF_PROBE_GEMM, NF_PROBE_INPUTS or NF_PROBE_CEILINGS before it touches the device, so on
 # any host: exit 2 and one line on stderr naming the variable and the value.
 set -u
 probe="${1:?usage: check_prenorm_probe_args.sh PROBE}"
@@ -18,4 +18,5 @@ refuses() {
 for bad in bogus Read memset; do refuses NF_PROBE_FLUSH "$bad" "'read' or 'write'"; done
 for bad in cublas Ref own2; do refuses NF_PROBE_GEMM "$bad" "'ref' or 'own'"; done
 for bad in normal Bench uniform; do refuses NF_PROBE_INPUTS "$bad" "'spread' or 'bench'"; done
+for bad in no 2 true; do refuses NF_PROBE_CEILINGS "$bad" "'0' or '1'"; done
 exit "$status"

@@ -37,6 +37,10 @@
  * as `normfuse bench` does instead (A, g and W of unit variance, the probe's
  * weight being the folded bf16(g W)), since what the tensor cores multiply
  * moves their power, and with it the clock where the power cap holds it.
+ * NF_PROBE_CEILINGS=0 skips the two ceilings (the copy and cuBLASLt's 8192^3
+ * GEMM) and prints the roofline columns as nan: then the only cuBLASLt launches
+ * are the shapes' own, which a profiler can pick out by count
+ * (fused/tools/profile_probe.sh with NF_PROFILE_CUBLASLT=1).
  */
 #include <algorithm>
 #include <cmath>
@@ -408,6 +412,12 @@ int main(int argc, char **argv)
         return 2;
     }
     const bool bench_inputs = inputs_env && !strcmp(inputs_env, "bench");
+    const char *ceilings_env = getenv("NF_PROBE_CEILINGS");
+    if (ceilings_env && *ceilings_env && strcmp(ceilings_env, "0") && strcmp(ceilings_env, "1")) {
+        fprintf(stderr, "prenorm_probe: NF_PROBE_CEILINGS must be '0' or '1', got '%s'\n", ceilings_env);
+        return 2;
+    }
+    const bool ceilings = !(ceilings_env && !strcmp(ceilings_env, "0"));
     printf("inputs: %s\n", bench_inputs ? "the bench's (A and g, W unit-variance sums of four uniforms, "
                                           "Wg = bf16(g W))"
                                         : "spread (+-[1/64, 2), A's rows scaled by 2^(row%9 - 4))");
@@ -467,8 +477,10 @@ int main(int argc, char **argv)
     CKLT(cublasLtCreate(&lt));
 
     /* Ceilings: device copy bandwidth (read + write) and cuBLASLt bf16 8192^3. */
-    double copy_bw = 0, peak = 0;
-    if (!tails_only) {
+    double copy_bw = NAN, peak = NAN; /* NaN: not measured, and so neither is a roofline */
+    if (!tails_only && !ceilings)
+        printf("ceilings: not measured (NF_PROBE_CEILINGS=0): no roofline columns\n");
+    if (!tails_only && ceilings) {
         const size_t bytes = std::min<size_t>((size_t)maxMN * 2, (size_t)maxMK * 2) & ~(size_t)255;
         double ms = time_ms(b, [&] { CK(cudaMemcpyAsync(b.Y, b.A, bytes, cudaMemcpyDeviceToDevice)); });
         copy_bw = 2.0 * bytes / (ms * 1e-3);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # check_prenorm_probe_args.sh PROBE: the pre-norm probe (fused/tools/prenorm_probe.cu)
-# refuses a bad NF_PROBE_FLUSH, NF_PROBE_GEMM, NF_PROBE_INPUTS or NF_PROBE_CEILINGS before it touches the device, so on
-# any host: exit 2 and one line on stderr naming the variable and the value.
+# refuses a bad NF_PROBE_FLUSH, NF_PROBE_GEMM, NF_PROBE_INPUTS or NF_PROBE_CEILINGS before it
+# touches the device, so on any host: exit 2 and one line on stderr naming the variable and the
+# value.
 set -u
 probe="${1:?usage: check_prenorm_probe_args.sh PROBE}"
 status=0

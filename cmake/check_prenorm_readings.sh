@@ -4,13 +4,13 @@
 # scratch copy of the tools it needs where build_probe.sh and gpu_suite.sh are stand-ins.  The
 # stand-in probe logs the inputs it was given and prints a table whose auto / cuBLASLt at
 # 65536x256x256 is 0.98 with the spread inputs and 1.02 with the bench's, and fails when its
-# inputs are PR_FAIL's (its build fails when PR_PROBE_BUILD_FAIL is set); the stand-in suite logs its steps and bench settings, fails its build when
-# PR_BUILD_RC is set, and writes each reading's bench.json with that shape's fused/gemm from the
-# list PR_RATIOS (one per reading).  A stand-in nvidia-smi plays a GPU host (or a host without
-# one).  Checked: the refusals (exit 2, nothing run), no GPU (77), the probe runs named by kind
-# and given their inputs, the probe build's log, the readings and their settings, the summaries
-# and their headers, the time limit, a failed probe build, a failed probe run, a failed suite
-# build.
+# inputs are PR_FAIL's (its build fails when PR_PROBE_BUILD_FAIL is set); the stand-in suite logs
+# its steps and bench settings, fails its build when PR_BUILD_RC is set, and writes each reading's
+# bench.json with that shape's fused/gemm from the list PR_RATIOS (one per reading).  A stand-in
+# nvidia-smi plays a GPU host (or a host without one).  Checked: the refusals (exit 2, nothing
+# run), no GPU (77), the probe runs named by kind and given their inputs, the probe build's log,
+# the readings and their settings, the summaries and their headers, the time limit, a failed probe
+# build, a failed probe run, a failed suite build.
 set -u
 command -v python3 > /dev/null || { echo "no python3 here: prenorm_readings_test skipped"; exit 77; }
 src="$1"

@@ -5,8 +5,8 @@
 # Sets: root, build, cmake_args (the offline prefix when .gpu-deps is used),
 # PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND,
 # ab_checks LOG LABEL CLI [VAR=VALUE], ab_rounds, ab_round_order,
-# ab_compare DIR ROUNDS ..., ncu_path, ncu_known_metrics, probe_sass_counts, the probe
-# tools' probe_variants, probe_gpu, patch_arg, probe_builds and probe_run, and
+# ab_compare DIR ROUNDS ..., NF_GEMM_KERNELS, ncu_path, ncu_known_metrics, probe_sass_counts,
+# the probe tools' probe_variants, probe_gpu, patch_arg, probe_builds and probe_run, and
 # clock_log_start FILE / clock_log_stop.
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
@@ -40,6 +40,10 @@ report_header() { # file command
   printf '# %s\n# date: %s\n# gpu: %s\n# commit: %s\n# command: %s\n\n' "$(basename "$1")" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$report_gpu" "$report_commit" "$2" > "$1"
 }
+
+# The names of the GEMM kernels the profiling scripts pick out (ncu -k regex:...): ours
+# (prenorm_gemm_fwd_kernel) and cuBLASLt's (nvjet, xmma, cutlass, gemm* kernels).
+NF_GEMM_KERNELS='gemm|nvjet|xmma|cutlass'
 
 # ncu_path: Nsight Compute's command (PATH, then the toolkit's and the
 # standalone installs' usual places), or nothing.

@@ -9,13 +9,13 @@
 # --print-source sass --csv), then scripts/ncu_source_summary.py over the latter.
 # NF_PROFILE_CUBLASLT=1 profiles cuBLASLt's kernel for the shape too (the bench's plan,
 # nf_ref_gemm), beside ours in the same files: the probe then skips its ceilings
-# (NF_PROBE_CEILINGS=0), so the kernels matching gemm|nvjet|xmma|cutlass are, in order, the
+# (NF_PROBE_CEILINGS=0), so the GEMM kernels (NF_GEMM_KERNELS, gpu_env.sh) are, in order, the
 # checked launches and then one round timed in turn: each variant, auto, cuBLASLt.
 # Files go to $OUT when it is set (the device tool's output folder), else /tmp/profile_probe.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, ncu_path, PATH
+. scripts/gpu_env.sh # report_header, ncu_path, NF_GEMM_KERNELS, PATH
 if [ $# -ne 1 ] || ! [[ "$1" =~ ^[0-9]+x[0-9]+x[0-9]+$ ]] || [ -z "${NF_PROBE_VARIANTS:-}" ]; then
   sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
@@ -34,7 +34,7 @@ fused/tools/build_probe.sh "$bin" "$out/ptxas.txt" -lineinfo
 rep="$(dirname "$bin")/prof"
 # ours alone: skip the checked launches, then one of each variant; with cuBLASLt also auto's and its
 kernels=prenorm_gemm_fwd_kernel count=$n env=(NF_PROBE_VARIANTS="$NF_PROBE_VARIANTS")
-if [ "$lt" = 1 ]; then kernels='gemm|nvjet|xmma|cutlass' count=$((n + 2)) env+=(NF_PROBE_CEILINGS=0); fi
+if [ "$lt" = 1 ]; then kernels=$NF_GEMM_KERNELS count=$((n + 2)) env+=(NF_PROBE_CEILINGS=0); fi
 args=(-k "regex:$kernels" -s $((2 * n)) -c "$count" --section SpeedOfLight --section ComputeWorkloadAnalysis
   --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section LaunchStats
   --section SourceCounters)

@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, ncu_path, PATH
+. scripts/gpu_env.sh # report_header, ncu_path, NF_GEMM_KERNELS, PATH
 if [ $# -lt 1 ]; then sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
 for s in "$@"; do
   [[ "$s" =~ ^[0-9]+x[0-9]+x[0-9]+(:[0-9]+(,[0-9]+)*)?$ ]] || { echo "profile_shapes: bad shape '$s'" >&2; exit 2; }
@@ -37,7 +37,7 @@ extra="$(ncu_known_metrics "$ncu_bin" "${NF_PROFILE_METRICS:-}")" # those this n
 metrics=gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max
 metrics+=${extra:+,$extra}
 built_with="${NF_PROBE_PATCH:+NF_PROBE_PATCH=$NF_PROBE_PATCH }" # the probe's build, named in every header
-ncu_args=(--clock-control "$clock" --cache-control all -k "regex:gemm|nvjet|xmma|cutlass" --metrics "$metrics" --csv --page raw)
+ncu_args=(--clock-control "$clock" --cache-control all -k "regex:$NF_GEMM_KERNELS" --metrics "$metrics" --csv --page raw)
 report_header "$out/summary.txt" "${built_with}fused/tools/profile_shapes.sh $*: per shape, NF_PROBE_VARIANTS=V ncu ${ncu_args[*]} prenorm_probe --shape S, then scripts/ncu_summary.py --gap <variants + 1> --extra '$extra'"
 for s in "$@"; do
   shape="${s%%:*}" variants=0

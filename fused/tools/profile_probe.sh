@@ -6,7 +6,8 @@
 # variant first, which are skipped): sections SpeedOfLight, ComputeWorkloadAnalysis,
 # MemoryWorkloadAnalysis, SchedulerStats, WarpStateStats, LaunchStats and SourceCounters, into
 # one report printed as ncu_details.txt (--page details) and src.csv.gz (--page source
-# --print-source sass --csv), then scripts/ncu_source_summary.py over the latter.
+# --print-source sass --csv), then scripts/ncu_source_summary.py and scripts/ncu_loops.py over
+# the latter.
 # NF_PROFILE_CUBLASLT=1 profiles cuBLASLt's kernel for the shape too (the bench's plan,
 # nf_ref_gemm), beside ours in the same files: the probe then skips its ceilings
 # (NF_PROBE_CEILINGS=0), so the GEMM kernels (NF_GEMM_KERNELS, gpu_env.sh) are, in order, the
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/gpu_env.sh
 . scripts/gpu_env.sh # report_header, ncu_path, NF_GEMM_KERNELS, PATH
 if [ $# -ne 1 ] || ! [[ "$1" =~ ^[0-9]+x[0-9]+x[0-9]+$ ]] || [ -z "${NF_PROBE_VARIANTS:-}" ]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 lt="${NF_PROFILE_CUBLASLT:-0}"
@@ -48,3 +49,4 @@ report_header "$out/ncu_details.txt" "$cmd, then ncu -i --page details"
 gzip -f "$out/src.csv"
 rm -rf "$(dirname "$bin")"
 python3 scripts/ncu_source_summary.py "$out/src.csv.gz"
+python3 scripts/ncu_loops.py "$out/src.csv.gz"

@@ -1,0 +1,26 @@
+#!/bin/sh
+# check_ncu_loops.sh SCRIPT PROFILE.csv.gz: scripts/ncu_loops.py on a profile whose
+# loops are known (reports/h200/profile_prenorm/src_bb12345_131072x1024x256.csv.gz:
+# coop_n256_s4, whose consumer k-loop spans 0xc50-0x1770, 179 instructions with
+# four HGMMA, closed 131072 times = 8192 tiles x 16 k-tiles of K = 1024; and
+# cluster2_n256_s4), a bad --min-len, a missing file and a file with no kernel block.
+set -eu
+if [ $# -ne 2 ] || ! [ -r "$1" ] || ! [ -r "$2" ]; then
+  echo "check_ncu_loops: usage: check_ncu_loops.sh SCRIPT PROFILE.csv.gz" >&2; exit 2
+fi
+# shellcheck source=cmake/check_lib.sh
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect, refuses_non_profile
+out="$("$py" "$1" "$2")"
+expect "$out" '^== void <unnamed>::prenorm_gemm_fwd_kernel<<unnamed>::config<\(int\)256, \(int\)4, \(int\)1, \(int\)2>>' "coop_n256_s4's block"
+expect "$out" '^   9818 samples; 4 loops of 16\+ instructions, 8 spin loops$' "coop_n256_s4's loop count"
+expect "$out" '^   0xc50-0x1770 +179 +131072 +178\.8 +74\.1 +4\.00 ' "coop_n256_s4's k-loop: length, passes, four wgmma a pass"
+expect "$out" '^   0x5c60 +452709  SYNCS\.PHASECHK\.TRANS64\.TRYWAIT P0, \[UR12\], R0 +0x40b0$' "coop_n256_s4's busiest spin"
+expect "$out" '^   0xd60-0x1900 +187 +131072 ' "cluster2_n256_s4's k-loop"
+blocks="$(printf '%s\n' "$out" | grep -c '^== ')"
+[ "$blocks" = 2 ] || { echo "FAIL: $blocks kernel blocks printed, want 2 (each kernel once)"; status=1; }
+if "$py" "$1" --min-len 2 "$2" > /dev/null 2>&1; then echo "FAIL: --min-len 2 was accepted"; status=1; fi
+err="$("$py" "$1" /nonexistent/src.csv 2>&1 > /dev/null || true)"
+expect "$err" '^ncu_loops: cannot read /nonexistent/src\.csv' "a missing file named in one line"
+refuses_non_profile "$1" "a file with no kernel block"
+[ "$status" = 0 ] && echo "PASS: ncu_loops.py as expected"
+exit "$status"

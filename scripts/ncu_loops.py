@@ -45,6 +45,7 @@ CLASSES = [
     ("uniform", r"U"),
 ]
 PATTERNS = [(name, re.compile(pattern)) for name, pattern in CLASSES]
+NAMES = [name for name, _ in CLASSES] + ["other"]
 
 
 def opcode(source):
@@ -69,7 +70,10 @@ def kernel_loops(header, body, min_len):
         if need not in col:
             return None, "no '%s' column (was SourceCounters collected?)" % need
     reasons = [h for h in header if h.startswith("stall_") and "(Not Issued)" not in h]
-    addr = [int(r[col["Address"]], 16) for r in body]
+    try:
+        addr = [int(r[col["Address"]], 16) for r in body]
+    except ValueError as e:
+        return None, "an address that is not hex (%s)" % e
     src = [r[col["Source"]].strip() for r in body]
     ex = [count(r[col[EXECUTED]]) for r in body]
     smp = [count(r[col[SAMPLES]]) for r in body]
@@ -102,7 +106,7 @@ def kernel_loops(header, body, min_len):
                 why[h[len("stall_"):]] += count(body[k][col[h]])
         out.append({
             "first": addr[j] - addr[0], "last": addr[i] - addr[0], "length": i - j + 1, "passes": passes,
-            "per_pass": {c: (per[c] / passes if passes else 0.0) for c in [n for n, _ in CLASSES] + ["other"]},
+            "per_pass": {c: (per[c] / passes if passes else 0.0) for c in NAMES},
             "executed": sum(ex[j:i + 1]), "samples": sum(smp[j:i + 1]),
             "share": 100.0 * sum(smp[j:i + 1]) / total if total else 0.0,
             "why": [(w, n) for w, n in why.most_common(3) if n],
@@ -112,8 +116,8 @@ def kernel_loops(header, body, min_len):
         inside = [L for L in loops if L[0] <= back <= L[1]]
         home = min(inside, key=lambda L: L[1] - L[0]) if inside else None
         spin_rows.append({
-            "at": addr[j] - addr[0], "retries": ex[i], "returns_to": addr[back] - addr[0],
-            "wait": src[j], "loop": addr[home[0]] - addr[0] if home else None,
+            "at": addr[j] - addr[0], "retries": ex[i], "wait": src[j],
+            "loop": addr[home[0]] - addr[0] if home else None,
         })
     return {"loops": out, "spins": spin_rows, "samples": total}, None
 
@@ -136,7 +140,6 @@ def main():
         print("ncu_loops: cannot read %s: %s" % (args.csv, e), file=sys.stderr)
         return 2
     seen, found = set(), False
-    classes = [n for n, _ in CLASSES] + ["other"]
     for name, header, body in blocks(rows):
         if name in seen or not body:
             continue
@@ -150,12 +153,12 @@ def main():
         print("   %d samples; %d loops of %d+ instructions, %d spin loops" %
               (r["samples"], len(r["loops"]), args.min_len, len(r["spins"])))
         print("   %-15s %5s %9s %8s %6s  %s  %s" % ("loop (offsets)", "instr", "passes", "ex/pass", "smp%",
-                                                   " ".join("%7s" % c for c in classes), "stalls"))
+                                                   " ".join("%7s" % c for c in NAMES), "stalls"))
         for L in r["loops"]:
             print("   %-15s %5d %9d %8.1f %6.1f  %s  %s" % (
                 "%#x-%#x" % (L["first"], L["last"]), L["length"], L["passes"],
                 L["executed"] / L["passes"] if L["passes"] else 0.0, L["share"],
-                " ".join("%7.2f" % L["per_pass"][c] for c in classes),
+                " ".join("%7.2f" % L["per_pass"][c] for c in NAMES),
                 ", ".join("%s %d" % w for w in L["why"])))
         busy = [S for S in r["spins"] if S["retries"]]
         if busy:

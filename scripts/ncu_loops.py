@@ -33,7 +33,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ncu_source_summary import SAMPLES, blocks, count  # noqa: E402
 
 EXECUTED = "Instructions Executed"
-BRANCH = re.compile(r"^(@!?U?P\w+\s+)?BRA(\.[\w.]+)?\s+(?:`\(\S+\)\s*)?(0x[0-9a-fA-F]+)")
+# a branch: its guard (@P0), its opcode's modifiers, a predicate operand (BRA !P2, ... : the
+# condition as nvcc's and cuBLASLt's kernels write it), its target
+BRANCH = re.compile(r"^(@!?U?P\w+\s+)?BRA(\.[\w.]+)?\s+(!?U?P\w+,\s*)?(?:`\(\S+\)\s*)?(0x[0-9a-fA-F]+)")
 # instruction classes, each a pattern on the opcode (modifiers included); the first match wins
 CLASSES = [
     ("wgmma", r"HGMMA"),
@@ -84,16 +86,17 @@ def kernel_loops(header, body, min_len):
         m = BRANCH.match(s)
         if not m:
             continue
-        t = int(m.group(3), 16)
+        t = int(m.group(4), 16)
+        conditional = bool(m.group(1) or m.group(3))
         if t > addr[i] or t not in index:
             continue
         j = index[t]
-        if m.group(1) and i - j + 1 >= min_len:
+        if conditional and i - j + 1 >= min_len:
             loops.append((j, i))
-        elif m.group(1) and i - j <= 1 and i + 1 < len(src):
+        elif conditional and i - j <= 1 and i + 1 < len(src):
             back = BRANCH.match(src[i + 1])  # the retry's way back into the body
-            if back and not back.group(1) and int(back.group(3), 16) in index:
-                spins.append((j, i, index[int(back.group(3), 16)]))
+            if back and not (back.group(1) or back.group(3)) and int(back.group(4), 16) in index:
+                spins.append((j, i, index[int(back.group(4), 16)]))
     out = []
     for j, i in loops:
         passes = ex[i]

@@ -23,14 +23,12 @@ read from its first block.
 """
 import argparse
 import collections
-import csv
-import gzip
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ncu_source_summary import SAMPLES, blocks, count  # noqa: E402
+from ncu_source_summary import SAMPLES, count, kernel_blocks  # noqa: E402
 
 EXECUTED = "Instructions Executed"
 # a branch: its guard (@P0), its opcode's modifiers, a predicate operand (BRA !P2, ... : the
@@ -135,19 +133,10 @@ def main():
     if args.min_len < 3:
         print("ncu_loops: --min-len is %d, must be at least 3" % args.min_len, file=sys.stderr)
         return 2
-    opener = gzip.open if args.csv.endswith(".gz") else open
-    try:
-        with opener(args.csv, "rt", newline="") as f:
-            rows = list(csv.reader(f))
-    except (OSError, EOFError, UnicodeDecodeError) as e:
-        print("ncu_loops: cannot read %s: %s" % (args.csv, e), file=sys.stderr)
-        return 2
-    seen, found = set(), False
-    for name, header, body in blocks(rows):
-        if name in seen or not body:
-            continue
-        seen.add(name)
-        found = True
+    kernels, status = kernel_blocks(args.csv, "ncu_loops")
+    if status:
+        return status
+    for name, header, body in kernels:
         print("== %s" % name[: args.name_width])
         r, err = kernel_loops(header, body, args.min_len)
         if err:
@@ -169,9 +158,6 @@ def main():
             for S in sorted(busy, key=lambda S: -S["retries"]):
                 print("   %-8s %9d  %-52s %s" % ("%#x" % S["at"], S["retries"], S["wait"][:52],
                                                 "%#x" % S["loop"] if S["loop"] is not None else "-"))
-    if not found:
-        print("ncu_loops: no kernel block in %s" % args.csv, file=sys.stderr)
-        return 1
     return 0
 
 

@@ -34,6 +34,28 @@ def blocks(rows):
         yield name, header, body
 
 
+def kernel_blocks(path, tool):
+    """(kernels, status): each kernel's first block in the source-page CSV at path (.gz or
+    plain), in order, as (name, column names, rows), and 0; or, after one line on stderr naming
+    tool and path, None and 2 when the file cannot be read, 1 when it holds no kernel block."""
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt", newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        print("%s: cannot read %s: %s" % (tool, path, e), file=sys.stderr)
+        return None, 2
+    seen, firsts = set(), []
+    for name, header, body in blocks(rows):
+        if name not in seen:
+            seen.add(name)
+            firsts.append((name, header, body))
+    if not firsts:
+        print("%s: no kernel block in %s" % (tool, path), file=sys.stderr)
+        return None, 1
+    return firsts, 0
+
+
 def count(text):
     try:
         return int(float(text or 0))
@@ -47,16 +69,10 @@ def main():
     ap.add_argument("--top", type=int, default=10, help="instructions listed per kernel (default 10)")
     ap.add_argument("--name-width", type=int, default=100, help="characters of the kernel name printed")
     args = ap.parse_args()
-    opener = gzip.open if args.csv.endswith(".gz") else open
-    with opener(args.csv, "rt", newline="") as f:
-        rows = list(csv.reader(f))
-    seen = set()
-    found = False
-    for name, header, body in blocks(rows):
-        if name in seen:
-            continue
-        seen.add(name)
-        found = True
+    kernels, status = kernel_blocks(args.csv, "ncu_source_summary")
+    if status:
+        return status
+    for name, header, body in kernels:
         col = {h: i for i, h in enumerate(header)}
         if SAMPLES not in col:
             print("%s: no '%s' column (was SourceCounters collected?)" % (name[: args.name_width], SAMPLES))
@@ -81,9 +97,6 @@ def main():
             why = sorted(((count(r[col[h]]), h[len("stall_"):]) for h in reasons), reverse=True)[:2]
             print("   %5.1f%%  %-58s %s" % (100.0 * n / total, r[col["Source"]].strip()[:58],
                                            ", ".join("%s %d" % (w, c) for c, w in why if c)))
-    if not found:
-        print("ncu_source_summary: no kernel block in %s" % args.csv, file=sys.stderr)
-        return 1
     return 0
 
 

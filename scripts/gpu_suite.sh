@@ -155,8 +155,12 @@ if has fuzz; then
     seed="${NF_SEED:-$(date -u +%Y%m%d%H)}"
   fi
   [[ "$seed" =~ ^[0-9]+$ ]] || { echo "gpu_suite: no campaign seed (fuzz.jsonl's first line, NF_SEED: '$seed')"; exit 2; }
-  report_header "$out/fuzz.log" "normfuse fuzz --seed $seed --seconds ${NF_FUZZ_SECONDS:-120} --log fuzz.jsonl ${resume[*]}"
+  # NF_FUZZ_ARGS narrows the campaign, e.g. "--op prenorm_fwd --impl prenorm_fwd/fused"
+  read -r -a fuzz_args <<< "${NF_FUZZ_ARGS:-}"
+  report_header "$out/fuzz.log" \
+    "normfuse fuzz --seed $seed --seconds ${NF_FUZZ_SECONDS:-120} --log fuzz.jsonl ${resume[*]} ${fuzz_args[*]}"
   "$build/cli/normfuse" fuzz --seed "$seed" --seconds "${NF_FUZZ_SECONDS:-120}" --log "$out/fuzz.jsonl" "${resume[@]}" \
+    "${fuzz_args[@]}" \
     >> "$out/fuzz.log" 2>&1 || echo "gpu_suite: fuzz found failures or could not run (see fuzz.log)"
   tail -5 "$out/fuzz.log"
 fi

@@ -4,7 +4,8 @@
 # expect OUTPUT PATTERN WHAT, which sets status=1 and prints OUTPUT unless a
 # line of it matches the extended regex PATTERN, and refuses_non_profile
 # SCRIPT WHAT, which sets status=1 unless SCRIPT fails on a CSV that holds no
-# Nsight Compute profile; script_and_scratch NAME "$@" takes the one argument,
+# Nsight Compute profile, and expect_blocks OUTPUT N, which sets status=1 unless
+# OUTPUT has N kernel blocks (lines starting '== ': each kernel once); script_and_scratch NAME "$@" takes the one argument,
 # a script's path, into $script made absolute (else NAME's usage line and exit
 # 2) and makes a scratch directory $dir, removed on exit; run_script ARGS...
 # runs $script on ARGS, its standard output into $out and its exit status into
@@ -29,6 +30,10 @@ refuses_non_profile() {
   printf 'not,a,profile\n' > "$nonprofile"
   if "$py" "$1" "$nonprofile" > /dev/null 2>&1; then echo "FAIL: $2 was accepted"; status=1; fi
   rm -f "$nonprofile"
+}
+expect_blocks() {
+  blocks="$(printf '%s\n' "$1" | grep -c '^== ' || true)"
+  [ "$blocks" = "$2" ] || { echo "FAIL: $blocks kernel blocks printed, want $2 (each kernel once)"; status=1; }
 }
 script_and_scratch() {
   name="$1"

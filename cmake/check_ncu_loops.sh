@@ -13,15 +13,14 @@ if [ $# -ne 3 ] || ! [ -r "$1" ] || ! [ -r "$2" ] || ! [ -r "$3" ]; then
   echo "check_ncu_loops: usage: check_ncu_loops.sh SCRIPT PROFILE.csv.gz LT_PROFILE.csv.gz" >&2; exit 2
 fi
 # shellcheck source=cmake/check_lib.sh
-. "$(dirname "$0")/check_lib.sh" # $py, status, expect, refuses_non_profile
+. "$(dirname "$0")/check_lib.sh" # $py, status, expect, expect_blocks, refuses_non_profile
 out="$("$py" "$1" "$2")"
 expect "$out" '^== void <unnamed>::prenorm_gemm_fwd_kernel<<unnamed>::config<\(int\)256, \(int\)4, \(int\)1, \(int\)2>>' "coop_n256_s4's block"
 expect "$out" '^   9818 samples; 4 loops of 16\+ instructions, 8 spin loops$' "coop_n256_s4's loop count"
 expect "$out" '^   0xc50-0x1770 +179 +131072 +178\.8 +74\.1 +4\.00 ' "coop_n256_s4's k-loop: length, passes, four wgmma a pass"
 expect "$out" '^   0x5c60 +452709  SYNCS\.PHASECHK\.TRANS64\.TRYWAIT P0, \[UR12\], R0 +0x40b0$' "coop_n256_s4's busiest spin"
 expect "$out" '^   0xd60-0x1900 +187 +131072 ' "cluster2_n256_s4's k-loop"
-blocks="$(printf '%s\n' "$out" | grep -c '^== ')"
-[ "$blocks" = 2 ] || { echo "FAIL: $blocks kernel blocks printed, want 2 (each kernel once)"; status=1; }
+expect_blocks "$out" 2
 lt="$("$py" "$1" "$3")"
 expect "$lt" '^== nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NNN$' "cuBLASLt's block"
 expect "$lt" '^   0x8e0-0xc30 +54 +99360 +53\.9 +55\.5 +8\.00 ' "cuBLASLt's k-loop, closed by BRA.U !UP2"

@@ -31,6 +31,10 @@
  *                 the top of the range (rstd ~ 2^-120) live there.  Counted
  *                 where such an intermediate feeds a GEMM (post-norm dh,
  *                 pre-norm dN, post-norm h).
+ *   NF_ETA_F      the same for fp32 (half the subnormal spacing 2^-150): a
+ *                 norm's sum of squares on rows of |x| below ~2^-63 is made
+ *                 of fp32 subnormals, and with a tiny eps so is ms + eps;
+ *                 nf_bnd_norm_row counts it.
  * The allowance is ulp(y*) + NF_BUDGET_C * bound; ulp(y*) pays for the final
  * rounding of the output.  NF_BUDGET_C = 2: slack for the second-order
  * terms and for bounds that are tight only up to rounding of the bound
@@ -50,6 +54,7 @@
 #define NF_ACT_ULPS 4.0
 #define NF_ACT_D2_MAX 1.0
 #define NF_ETA_B 0x1p-134
+#define NF_ETA_F 0x1p-150
 #define NF_BUDGET_C 2.0
 
 /* spacing of fp32 at y (ulp_f), subnormal spacing 2^-149 at the bottom */

@@ -7,6 +7,16 @@
  *     dxh_j = |xh_j| (2 u_f + rel_rstd) + rstd dmu           (nf_bnd_norm_row)
  *   the fp32 products xh g and the sum + b cost 2 u_f of their terms.
  *   mean: dmu;   rstd: rel_rstd * rstd.
+ *   rel_rstd = gamma_{n+2}(u_f) kappa / 2 + (RSQRT_ULPS + 1) u_f + eta_f rstd^2:
+ *   the last term is fp32 underflow.  Each product (or FMA) of the sum of
+ *   squares that rounds to a subnormal is off by up to eta_f rather than
+ *   u_f of itself (an addition whose result is subnormal is exact), so the
+ *   sum is off by n eta_f more, the mean by eta_f more, and its division
+ *   by n by one more eta_f: 2 eta_f on ms + eps = 1/rstd^2, half that
+ *   relative on rstd.  It matters only where ms + eps is near 2^-126 (a
+ *   tiny eps on a tiny row); at the default eps it is below 2^-100 u_f.
+ *   The mean likewise: dmu gains n eta_f (the fp32 sum, or a running mean's
+ *   n updates, each a division that may round to a subnormal).
  * Backward, t = dy g with dt = u_f |t|:  ddx from nf_bnd_norm_bwd_row (the
  *   saved fp32 stats enter through dxh and rel_rstd: as far as the values
  *   given are off the exact ones, nf_bnd_norm_given);
@@ -38,8 +48,11 @@ void nf_bnd_norm_row(nf_norm_kind kind, int64_t n, const double *x, double eps, 
     for (int64_t j = 0; j < n; ++j) mabs += fabs(x[j]);
     mabs /= (double)n;
     const double kappa = 1.0 + fabs(s->mean) * s->rstd;
-    s->dmu = kind == NF_NORM_LAYER ? nf_gamma((double)n, NF_U_F) * mabs + NF_U_F * fabs(s->mean) : 0.0;
-    s->rel_rstd = 0.5 * nf_gamma((double)n + 2, NF_U_F) * kappa + (NF_RSQRT_ULPS + 1.0) * NF_U_F;
+    s->dmu = kind == NF_NORM_LAYER
+                 ? nf_gamma((double)n, NF_U_F) * mabs + NF_U_F * fabs(s->mean) + (double)n * NF_ETA_F
+                 : 0.0;
+    s->rel_rstd = 0.5 * nf_gamma((double)n + 2, NF_U_F) * kappa + (NF_RSQRT_ULPS + 1.0) * NF_U_F +
+                  NF_ETA_F * s->rstd * s->rstd;
     if (dxh)
         for (int64_t j = 0; j < n; ++j)
             dxh[j] = fabs(xh[j]) * (2.0 * NF_U_F + s->rel_rstd) + s->rstd * s->dmu;

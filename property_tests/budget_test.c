@@ -16,6 +16,8 @@
  *    median is within ULP_ONLY x ulp_b(y*);
  *  - y against the launch's own statistics (y_own) passes every fp32 way of
  *    forming y from them and fails a y that does not follow from them;
+ *  - fp32 underflow: on rows whose squares are fp32 subnormals, with a tiny
+ *    eps, the simulated norms stay within the rstd and y budgets;
  *  - the norm backward's budget follows the statistics it is given, and so
  *    do the post-norm GEMM's and the attention block's backward budgets
  *    (which take the saved O and lse as given too).
@@ -262,6 +264,33 @@ static void sim_welford_row(int64_t n, const float *x, float eps, float *mean, f
     *rstd = rs;
 }
 
+/* The oracle's forward (y, mean, rstd) and its budget (ya, ma, ra). */
+static void norm_fwd_want(const nf_norm_fwd_args *a, double *y, double *mean, double *rstd, double *ya, double *ma,
+                          double *ra)
+{
+    const nf_oracle_opts o = {0};
+    nf_norm_fwd_ref want = {y, mean, rstd}, al = {ya, ma, ra};
+    cr_assert_eq(nf_mpfr_norm_fwd(a, &o, &want), 0);
+    cr_assert_eq(nf_budget_norm_fwd(a, &o, &want, &al), 0);
+}
+
+/* The simulated forward over M rows: two-pass, or (LN, welford) Welford; y to
+ * bf16, the fp32 statistics into mean[M], rstd[M]. */
+static void sim_norm_fwd(nf_norm_kind kind, int welford, int64_t M, int64_t n, const nf_bf16 *x, const nf_bf16 *g,
+                         const nf_bf16 *b, float eps, nf_bf16 *y, float *mean, float *rstd)
+{
+    float *xf = malloc((size_t)n * sizeof *xf), *xh = malloc((size_t)n * sizeof *xh);
+    cr_assert(xf && xh);
+    for (int64_t i = 0; i < M; ++i) {
+        for (int64_t j = 0; j < n; ++j) xf[j] = ld(x, i * n + j);
+        if (welford) sim_welford_row(n, xf, eps, &mean[i], &rstd[i], xh);
+        else sim_norm_row(kind, n, xf, eps, &mean[i], &rstd[i], xh);
+        for (int64_t j = 0; j < n; ++j)
+            y[i * n + j] = nf_float_to_bf16(xh[j] * ld(g, j) + (kind ? ld(b, j) : 0.0f));
+    }
+    free(xf); free(xh);
+}
+
 static void judge(const char *test, const char *what, const char *shape, uint64_t seed,
                   const nf_bf16 *got, int64_t rows, int64_t cols, const double *want, const double *allowed)
 {
@@ -300,9 +329,7 @@ Test(budget, norm_budget_holds_for_fp32_kernels)
                                           .b = kind ? b : NULL, .eps = eps};
                     nf_oracle_opts o = {0};
                     double *y = dalloc(M * n), *ya = dalloc(M * n), mean[6], rstd[6], ma[6], ra[6];
-                    nf_norm_fwd_ref want = {y, mean, rstd}, al = {ya, ma, ra};
-                    cr_assert_eq(nf_mpfr_norm_fwd(&a, &o, &want), 0);
-                    cr_assert_eq(nf_budget_norm_fwd(&a, &o, &want, &al), 0);
+                    norm_fwd_want(&a, y, mean, rstd, ya, ma, ra);
                     ulp_off_and_planted(t, "y", y, ya, M, n, &r, seed);
                     if (!shifted) {             /* no bf16 intermediate: ~1 ulp, not more */
                         double *ratio = dalloc(M * n);
@@ -315,15 +342,8 @@ Test(budget, norm_budget_holds_for_fp32_kernels)
                     /* the kernels: two-pass and (LN) Welford, bf16 output, fp32 stats */
                     for (int variant = 0; variant < (kind ? 2 : 1); ++variant) {
                         nf_bf16 *gy = balloc(M * n);
-                        float *xf = malloc((size_t)n * sizeof *xf), *xh = malloc((size_t)n * sizeof *xh);
                         float fmean[6], frstd[6];
-                        for (int64_t i = 0; i < M; ++i) {
-                            for (int64_t j = 0; j < n; ++j) xf[j] = ld(x, i * n + j);
-                            if (variant) sim_welford_row(n, xf, eps, &fmean[i], &frstd[i], xh);
-                            else sim_norm_row(kind, n, xf, eps, &fmean[i], &frstd[i], xh);
-                            for (int64_t j = 0; j < n; ++j)
-                                gy[i * n + j] = nf_float_to_bf16(xh[j] * ld(g, j) + (kind ? ld(b, j) : 0.0f));
-                        }
+                        sim_norm_fwd(kind, variant, M, n, x, g, b, eps, gy, fmean, frstd);
                         judge(t, variant ? "y (Welford)" : "y", shape, seed, gy, M, n, y, ya);
                         nf_cmp_stats st;
                         cr_assert(nf_compare_f32(frstd, M, 1, 1, rstd, ra, NULL, 0, &st), "rstd [%s]; " REPRO, shape,
@@ -364,7 +384,7 @@ Test(budget, norm_budget_holds_for_fp32_kernels)
                         judge(t, "dx", shape, seed, gdx, M, n, dx, dxa);
                         judge(t, "dg", shape, seed, gdg, 1, n, dg, dga);
                         if (kind) judge(t, "db", shape, seed, gdb, 1, n, db, dba);
-                        free(gy); free(xf); free(xh); free(dx); free(dxa); free(dg); free(dga); free(db);
+                        free(gy); free(dx); free(dxa); free(dg); free(dga); free(db);
                         free(dba); free(gdx); free(gdg); free(gdb); free(dgf); free(dbf);
                     }
                     free(x); free(g); free(b); free(dy); free(y); free(ya);
@@ -1225,4 +1245,53 @@ Test(budget, prenorm_budget_allows_subnormal_intermediates)
         judge(t, fused ? "Y (fused, subnormal Wg)" : "Y (unfused, subnormal xn)", "M=2 K=256 N=2", 0, got, M, N,
               Y, aY);
     }
+}
+
+/* ---- fp32 underflow: rows so small their squares are fp32 subnormals ------- */
+
+/* With a tiny eps, rows of |x| ~ 2^-70 leave the sum of squares and ms + eps
+ * below 2^-126, where fp32 rounds to a fixed spacing (2^-149) instead of a
+ * relative one; the budget's rstd must cover that, for every eps the API
+ * takes (subnormal ones included), and stay ~1 u_f where eps is normal. */
+Test(budget, norm_budget_covers_fp32_underflow)
+{
+    const uint64_t seed = nf_test_seed(DEFAULT_SEED);
+    static const int64_t ns[] = {64, 1000};
+    static const float epss[] = {0x1p-140f, 0x1p-135f, 0x1p-126f, 1e-30f};
+    static const double scales[] = {0x1p-70, 0x1p-66, 0x1p-75};
+    const char *t = "norm_budget_covers_fp32_underflow";
+    int c = 0;
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; ++s)
+        for (size_t e = 0; e < sizeof epss / sizeof epss[0]; ++e)
+            for (size_t q = 0; q < sizeof scales / sizeof scales[0]; ++q)
+                for (int kind = 0; kind < NF_NORM_KIND_COUNT; ++kind) {
+                    const int64_t M = 6, n = ns[s];
+                    const float eps = epss[e];
+                    nf_rng r;
+                    nf_rng_seed(&r, nf_seed_mix(seed, (uint64_t)c++));
+                    nf_bf16 *x = balloc(M * n), *g = balloc(n), *b = balloc(n);
+                    nf_rng_fill_bf16(&r, x, M * n, NF_DIST_NORMAL, scales[q], 0.0);
+                    nf_rng_fill_bf16(&r, g, n, NF_DIST_NORMAL, 0.5, 1.0);
+                    nf_rng_fill_bf16(&r, b, n, NF_DIST_NORMAL, 1.0, 0.0);
+                    char shape[96];
+                    snprintf(shape, sizeof shape, "%s n=%lld eps=%a scale=%a", kind ? "LN" : "RMS", (long long)n,
+                             (double)eps, scales[q]);
+                    nf_norm_fwd_args a = {.kind = kind, .M = M, .n = n, .x = x, .ldx = n, .g = g,
+                                          .b = kind ? b : NULL, .eps = eps};
+                    double *y = dalloc(M * n), *ya = dalloc(M * n), mean[6], rstd[6], ma[6], ra[6];
+                    norm_fwd_want(&a, y, mean, rstd, ya, ma, ra);
+                    for (int variant = 0; variant < (kind ? 2 : 1); ++variant) {
+                        nf_bf16 *gy = balloc(M * n);
+                        float fmean[6], frstd[6];
+                        sim_norm_fwd(kind, variant, M, n, x, g, b, eps, gy, fmean, frstd);
+                        nf_cmp_stats st;
+                        const int ok = nf_compare_f32(frstd, M, 1, 1, rstd, ra, NULL, 0, &st);
+                        if (!ok || getenv("NF_VERBOSE")) nf_cmp_print(stderr, shape, &st);
+                        cr_expect(ok, "rstd%s [%s]; " REPRO, variant ? " (Welford)" : "", shape,
+                                  (unsigned long long)seed, t);
+                        judge(t, variant ? "y (Welford)" : "y", shape, seed, gy, M, n, y, ya);
+                        free(gy);
+                    }
+                    free(x); free(g); free(b); free(y); free(ya);
+                }
 }

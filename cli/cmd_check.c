@@ -93,7 +93,7 @@ static void usage(FILE *f)
                "         [--seed S] [--eps E] [--pad P] [--g 0|1] [--b 0|1] [--bias 0|1] [--residual 0|1]\n"
                "         [--act softmax|gelu|gelu_tanh|silu] [--causal 0|1] [--separate-kv 0|1]\n"
                "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D] [--repeat R]\n"
-               "  E: the op's eps, > 0 and a float (default: the op's, SPEC.md)\n");
+               "  E: the op's eps, > 0 and a float (default: the op's, SPEC.md; 2^-140 for --dist tiny)\n");
     nf_arg_names(f, "  OP:  ", nf_op_names, NF_OP_COUNT);
     nf_arg_names(f, "  D:   ", nf_dist_names, NF_IN_COUNT);
     fprintf(f, "  NAME: the op's registry entries (an --impl that is not one lists them)\n"

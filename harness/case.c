@@ -17,7 +17,7 @@ const char *const nf_op_names[NF_OP_COUNT] = {
 };
 const char *const nf_dist_names[NF_IN_COUNT] = {
     "normal", "uniform", "mean_shifted", "outlier_channels", "near_overflow",
-    "subnormal", "small", "pow2_rows", "specials", "near_bf16_max",
+    "subnormal", "small", "pow2_rows", "specials", "near_bf16_max", "tiny",
 };
 
 const char *nf_op_name(nf_op op) { return (unsigned)op < NF_OP_COUNT ? nf_op_names[op] : "?"; }
@@ -32,6 +32,8 @@ float nf_case_eps(const nf_case *c)
 {
     if (c->eps != 0.0f) /* as given, even when not valid: the op's checks judge it */
         return c->eps;
+    if (c->dist == NF_IN_TINY)
+        return NF_TINY_EPS;
     const int rms = c->op == NF_OP_PRENORM_FWD || c->op == NF_OP_PRENORM_BWD ||
                     ((c->op <= NF_OP_NORM_BWD || c->op >= NF_OP_POSTNORM_FWD) && c->kind == NF_NORM_RMS);
     return rms ? NF_RMSNORM_DEFAULT_EPS : NF_LAYERNORM_DEFAULT_EPS;

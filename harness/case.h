@@ -51,6 +51,8 @@ typedef enum nf_input_dist {
                            /* c = 2^-k: rstd an exact power of two (eps tiny)   */
     NF_IN_SPECIALS,        /* N(0,1) plus a zero row, a NaN and an Inf element   */
     NF_IN_NEAR_BF16_MAX,   /* magnitudes within 2^-3 of bf16's largest value     */
+    NF_IN_TINY,            /* N(0,1) * 2^-70: squares are fp32 subnormals; eps   */
+                           /* NF_TINY_EPS unless given, so that they count       */
     NF_IN_COUNT
 } nf_input_dist;
 
@@ -80,8 +82,12 @@ const char *nf_op_name(nf_op op);               /* "prenorm_fwd", "?" if none  *
 int nf_op_is_backward(nf_op op);
 const char *nf_dist_name(nf_input_dist d);
 
-/* The case's eps: c->eps when it is not 0, else the default of the norm the
- * op normalises with. */
+/* The default eps of NF_IN_TINY cases (2^-140, an fp32 subnormal, as their
+ * mean squares are): rstd then follows how the squares are rounded. */
+#define NF_TINY_EPS 0x1p-140f
+
+/* The case's eps: c->eps when it is not 0, else NF_TINY_EPS for NF_IN_TINY
+ * inputs, else the default of the norm the op normalises with. */
 float nf_case_eps(const nf_case *c);
 /* Elements of the largest tensor of the case (the memory a run needs scales
  * with it); used by the fuzzer's --max-elems cap. */

@@ -25,11 +25,13 @@ static int small_cases(nf_op op, uint64_t seed, nf_case *cs)
         cs[n] = b, cs[n].M = 17, cs[n].N = 64, cs[n].kind = NF_NORM_LAYER, cs[n].has_b = 1,
         cs[n].dist = NF_IN_MEAN_SHIFTED, ++n;
         cs[n] = b, cs[n].M = 5, cs[n].N = 33, cs[n].dist = NF_IN_SPECIALS, ++n;
+        cs[n] = b, cs[n].M = 4, cs[n].N = 96, cs[n].kind = NF_NORM_LAYER, cs[n].dist = NF_IN_TINY, ++n;
         break;
     case NF_OP_PRENORM_FWD:
     case NF_OP_PRENORM_BWD:
         cs[n] = b, cs[n].M = 5, cs[n].K = 24, cs[n].N = 16, ++n;
         cs[n] = b, cs[n].M = 4, cs[n].K = 64, cs[n].N = 8, cs[n].dist = NF_IN_OUTLIER_CHANNELS, ++n;
+        cs[n] = b, cs[n].M = 3, cs[n].K = 40, cs[n].N = 16, cs[n].dist = NF_IN_TINY, ++n;
         break;
     case NF_OP_POSTNORM_FWD:
     case NF_OP_POSTNORM_BWD:

@@ -6,6 +6,7 @@
  * distributions aim at the places where normalisation kernels break:
  * centring (mean-shifted rows), a few huge channels (outliers), the top of
  * the fp32 range for sums of squares, subnormals, eps-dominated rows, rows
+ * whose squares are fp32 subnormals (with an eps as small), rows
  * whose rstd is an exact power of two (bitwise identities), and NaN/Inf/zero
  * rows (special values).
  */
@@ -21,6 +22,7 @@ enum {
     OUTLIER_LOG2 = 7,          /* outlier channels scaled by 2^7                */
     NEAR_OVERFLOW_LOG2 = 52,   /* squares ~2^104: sums of 2^16 stay below 2^128 */
     SMALL_LOG2 = -11,          /* mean square ~2^-22 ~ 2.4e-7: eps matters      */
+    TINY_LOG2 = -70,           /* squares ~2^-140: fp32 subnormals (NF_TINY_EPS) */
     POW2_K_MAX = 4,            /* c = 2^-k, k in [-4, 4]                        */
     SUBNORMAL_MAX_STEPS = 127  /* k * 2^-133, k < 2^7: every bf16 subnormal     */
 };
@@ -130,6 +132,9 @@ void nf_fill_activation(nf_hrng *r, nf_tensor *t, nf_input_dist dist)
         break;
     case NF_IN_SMALL:
         nf_fill_normal(r, t, ldexp(1.0, SMALL_LOG2), 0.0);
+        break;
+    case NF_IN_TINY:
+        nf_fill_normal(r, t, ldexp(1.0, TINY_LOG2), 0.0);
         break;
     case NF_IN_POW2_ROWS:
         for (int64_t i = 0; i < M; ++i)

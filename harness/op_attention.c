@@ -94,8 +94,8 @@ static void common_generate(nf_case_data *d, nf_hrng *r)
 
 static float eps_of(const nf_case *c, nf_norm_kind k)
 {
-    if (c->eps > 0.0f)
-        return c->eps;
+    if (c->eps > 0.0f || c->dist == NF_IN_TINY)
+        return nf_case_eps(c);
     return k == NF_NORM_RMS ? NF_RMSNORM_DEFAULT_EPS : NF_LAYERNORM_DEFAULT_EPS;
 }
 

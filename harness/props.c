@@ -522,7 +522,7 @@ int nf_prop_determinism(const nf_prop_env *env, nf_prop_log *log)
 int nf_prop_special_values(const nf_prop_env *env, nf_prop_log *log)
 {
     static const nf_input_dist dists[] = {NF_IN_SPECIALS, NF_IN_SUBNORMAL, NF_IN_NEAR_OVERFLOW,
-                                          NF_IN_NEAR_BF16_MAX, NF_IN_SMALL};
+                                          NF_IN_NEAR_BF16_MAX, NF_IN_SMALL, NF_IN_TINY};
     int fails = 0;
     for (int k = 0; k < nf_registry_count(); ++k) {
         const nf_entry *e = nf_registry_get(k);

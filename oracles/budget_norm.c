@@ -11,9 +11,9 @@
  *   the last term is fp32 underflow.  Each product (or FMA) of the sum of
  *   squares that rounds to a subnormal is off by up to eta_f rather than
  *   u_f of itself (an addition whose result is subnormal is exact), so the
- *   sum is off by n eta_f more, the mean by eta_f more, and its division
- *   by n by one more eta_f: 2 eta_f on ms + eps = 1/rstd^2, half that
- *   relative on rstd.  It matters only where ms + eps is near 2^-126 (a
+ *   sum is off by up to n eta_f more; ms = sum / n then by eta_f more, and
+ *   by one more eta_f for its own rounding: 2 eta_f on ms + eps =
+ *   1/rstd^2, half that relative on rstd.  It matters only where ms + eps is near 2^-126 (a
  *   tiny eps on a tiny row); at the default eps it is below 2^-100 u_f.
  *   The mean likewise: dmu gains n eta_f (the fp32 sum, or a running mean's
  *   n updates, each a division that may round to a subnormal).

@@ -11,7 +11,8 @@
  *  - the budgets hold for simulated implementations: the unfused reference
  *    pipeline (fp32 arithmetic, bf16 intermediates) and the fused style
  *    (fp32 accumulation, folded bf16 weight), simulated on the CPU in float,
- *    on normal and mean-shifted inputs, several seeds;
+ *    on normal and mean-shifted inputs, at the default eps and at eps = 2^-k
+ *    (k in [2, 30]), several seeds;
  *  - the standalone norm budget is not inflated: with no bf16 intermediate its
  *    median is within ULP_ONLY x ulp_b(y*);
  *  - y against the launch's own statistics (y_own) passes every fp32 way of
@@ -321,10 +322,12 @@ Test(budget, norm_budget_holds_for_fp32_kernels)
                     nf_rng_fill_bf16(&r, g, n, NF_DIST_NORMAL, 0.5, 1.0);
                     nf_rng_fill_bf16(&r, b, n, NF_DIST_NORMAL, 1.0, 0.0);
                     nf_rng_fill_bf16(&r, dy, M * n, NF_DIST_NORMAL, 1.0, 0.0);
-                    const float eps = kind ? NF_LAYERNORM_DEFAULT_EPS : NF_RMSNORM_DEFAULT_EPS;
-                    char shape[96];
-                    snprintf(shape, sizeof shape, "%s M=%lld n=%lld shift=%d trial %d", kind ? "LN" : "RMS",
-                             (long long)M, (long long)n, shifted, trial);
+                    /* the default eps, then eps = 2^-k, k in [2, 30]: dominant to negligible */
+                    const float eps = trial == 0 ? (kind ? NF_LAYERNORM_DEFAULT_EPS : NF_RMSNORM_DEFAULT_EPS)
+                                                 : ldexpf(1.0f, -(2 + (int)(nf_rng_next(&r) % 29)));
+                    char shape[112];
+                    snprintf(shape, sizeof shape, "%s M=%lld n=%lld shift=%d eps=%a trial %d", kind ? "LN" : "RMS",
+                             (long long)M, (long long)n, shifted, (double)eps, trial);
                     nf_norm_fwd_args a = {.kind = kind, .M = M, .n = n, .x = x, .ldx = n, .g = g,
                                           .b = kind ? b : NULL, .eps = eps};
                     nf_oracle_opts o = {0};

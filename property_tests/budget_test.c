@@ -265,6 +265,13 @@ static void sim_welford_row(int64_t n, const float *x, float eps, float *mean, f
     *rstd = rs;
 }
 
+/* A trial's eps: the op's default on trial 0, else 2^-k for k in [2, 30] (from
+ * dominant to negligible against unit mean squares), as the fuzzer draws it. */
+static float trial_eps(int trial, float dflt, nf_rng *r)
+{
+    return trial == 0 ? dflt : ldexpf(1.0f, -(2 + (int)(nf_rng_next(r) % 29)));
+}
+
 /* The oracle's forward (y, mean, rstd) and its budget (ya, ma, ra). */
 static void norm_fwd_want(const nf_norm_fwd_args *a, double *y, double *mean, double *rstd, double *ya, double *ma,
                           double *ra)
@@ -322,9 +329,7 @@ Test(budget, norm_budget_holds_for_fp32_kernels)
                     nf_rng_fill_bf16(&r, g, n, NF_DIST_NORMAL, 0.5, 1.0);
                     nf_rng_fill_bf16(&r, b, n, NF_DIST_NORMAL, 1.0, 0.0);
                     nf_rng_fill_bf16(&r, dy, M * n, NF_DIST_NORMAL, 1.0, 0.0);
-                    /* the default eps, then eps = 2^-k, k in [2, 30]: dominant to negligible */
-                    const float eps = trial == 0 ? (kind ? NF_LAYERNORM_DEFAULT_EPS : NF_RMSNORM_DEFAULT_EPS)
-                                                 : ldexpf(1.0f, -(2 + (int)(nf_rng_next(&r) % 29)));
+                    const float eps = trial_eps(trial, kind ? NF_LAYERNORM_DEFAULT_EPS : NF_RMSNORM_DEFAULT_EPS, &r);
                     char shape[112];
                     snprintf(shape, sizeof shape, "%s M=%lld n=%lld shift=%d eps=%a trial %d", kind ? "LN" : "RMS",
                              (long long)M, (long long)n, shifted, (double)eps, trial);
@@ -592,11 +597,12 @@ Test(budget, prenorm_budget_holds_for_unfused_and_fused)
             nf_rng_fill_bf16(&r, g, K, NF_DIST_NORMAL, 0.5, 1.0);
             nf_rng_fill_bf16(&r, W, K * N, NF_DIST_NORMAL, 1.0 / sqrt((double)K), 0.0);
             nf_rng_fill_bf16(&r, dY, M * N, NF_DIST_NORMAL, 1.0, 0.0);
-            char shape[64];
-            snprintf(shape, sizeof shape, "M=%lld K=%lld N=%lld trial %d", (long long)M, (long long)K,
-                     (long long)N, trial);
+            const float eps = trial_eps(trial, NF_RMSNORM_DEFAULT_EPS, &r);
+            char shape[96];
+            snprintf(shape, sizeof shape, "M=%lld K=%lld N=%lld eps=%a trial %d", (long long)M, (long long)K,
+                     (long long)N, (double)eps, trial);
             nf_prenorm_gemm_fwd_args a = {.M = M, .K = K, .N = N, .A = A, .lda = K, .g = g, .W = W,
-                                          .ldw = N, .eps = NF_RMSNORM_DEFAULT_EPS};
+                                          .ldw = N, .eps = eps};
             nf_oracle_opts o = {0};
             double *Y = dalloc(M * N), *Ya = dalloc(M * N), rs[5], rsa[5];
             nf_prenorm_fwd_ref want = {Y, rs}, al = {Ya, rsa};
@@ -614,7 +620,7 @@ Test(budget, prenorm_budget_holds_for_unfused_and_fused)
             nf_bf16 *Yu = balloc(M * N), *Yf = balloc(M * N);
             for (int64_t i = 0; i < M; ++i) {
                 for (int64_t k = 0; k < K; ++k) a1[k] = ld(A, i * K + k);
-                sim_norm_row(NF_NORM_RMS, K, a1, NF_RMSNORM_DEFAULT_EPS, &mean, &rstd[i], xh);
+                sim_norm_row(NF_NORM_RMS, K, a1, eps, &mean, &rstd[i], xh);
                 for (int64_t k = 0; k < K; ++k) xh[k] = bfr(xh[k] * ld(g, k));
                 sgemm_row(K, N, xh, Wf, acc);
                 for (int64_t j = 0; j < N; ++j) Yu[i * N + j] = nf_float_to_bf16(acc[j]);
@@ -624,7 +630,7 @@ Test(budget, prenorm_budget_holds_for_unfused_and_fused)
             judge(t, "Y (unfused)", shape, seed, Yu, M, N, Y, Ya);
             judge(t, "Y (fused)", shape, seed, Yf, M, N, Y, Ya);
             /* backward, unfused: dN = bf16(dY W^T), norm backward in fp32, dW = bf16(n g)^T dY */
-            nf_prenorm_gemm_bwd_args ba = {.eps = NF_RMSNORM_DEFAULT_EPS, .M = M, .K = K, .N = N, .A = A, .lda = K, .g = g, .W = W,
+            nf_prenorm_gemm_bwd_args ba = {.eps = eps, .M = M, .K = K, .N = N, .A = A, .lda = K, .g = g, .W = W,
                                            .ldw = N, .dY = dY, .lddy = N};
             double *dA = dalloc(M * K), *dAa = dalloc(M * K), *dg = dalloc(K), *dga = dalloc(K);
             double *dW = dalloc(K * N), *dWa = dalloc(K * N);
@@ -689,10 +695,10 @@ Test(budget, postnorm_budget_holds_for_unfused_and_fused)
                 nf_rng_fill_bf16(&r, g, N, NF_DIST_NORMAL, 0.5, 1.0);
                 nf_rng_fill_bf16(&r, b, N, NF_DIST_NORMAL, 1.0, 0.0);
                 nf_rng_fill_bf16(&r, dY, M * N, NF_DIST_NORMAL, 1.0, 0.0);
-                const float eps = kind ? NF_LAYERNORM_DEFAULT_EPS : NF_RMSNORM_DEFAULT_EPS;
-                char shape[96];
-                snprintf(shape, sizeof shape, "%s M=%lld K=%lld N=%lld trial %d", kind ? "LN" : "RMS",
-                         (long long)M, (long long)K, (long long)N, trial);
+                const float eps = trial_eps(trial, kind ? NF_LAYERNORM_DEFAULT_EPS : NF_RMSNORM_DEFAULT_EPS, &r);
+                char shape[112];
+                snprintf(shape, sizeof shape, "%s M=%lld K=%lld N=%lld eps=%a trial %d", kind ? "LN" : "RMS",
+                         (long long)M, (long long)K, (long long)N, (double)eps, trial);
                 nf_postnorm_gemm_fwd_args a = {.kind = kind, .M = M, .K = K, .N = N, .X = X, .ldx = K,
                                                .W = W, .ldw = N, .c = cc, .R = R, .ldr = N, .g = g,
                                                .b = kind ? b : NULL, .eps = eps};
@@ -1012,14 +1018,18 @@ Test(budget, attention_budget_holds_for_unfused_and_flash_style)
                 nf_rng_fill_bf16(&r, dY, TQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
                 nf_rng_fill_attention_norm_weights(&r, gl, bl, gr, HD);
                 const float scale = act == NF_ACT_SOFTMAX ? nf_attention_default_scale(act, D) : 0.5f;
-                char shape[96];
-                snprintf(shape, sizeof shape, "act %d causal %d H=%d D=%d trial %d", act, causal, H, D, trial);
+                /* one drawn eps for both norms, as a fuzz case gives them */
+                const float eps_ln = trial_eps(trial, NF_LAYERNORM_DEFAULT_EPS, &r);
+                const float eps_rms = trial == 0 ? NF_RMSNORM_DEFAULT_EPS : eps_ln;
+                char shape[112];
+                snprintf(shape, sizeof shape, "act %d causal %d H=%d D=%d eps=%a trial %d", act, causal, H, D,
+                         (double)eps_ln, trial);
                 nf_attention_fwd_args a = {
                     .B = SB, .H = H, .D = D, .Tq = TQ, .Tk = TK, .offsets_q = SOQ, .offsets_k = SOK,
                     .max_seqlen_q = 5, .max_seqlen_k = 5, .Q = Q, .ldq = HD, .K = K, .ldk = HD, .V = V,
                     .ldv = HD, .act = (nf_activation)act, .scale = scale, .causal = causal, .g_ln = gl,
-                    .b_ln = bl, .eps_ln = NF_LAYERNORM_DEFAULT_EPS, .g_rms = gr,
-                    .eps_rms = NF_RMSNORM_DEFAULT_EPS, .R = (trial & 1) ? R : NULL, .ldr = HD};
+                    .b_ln = bl, .eps_ln = eps_ln, .g_rms = gr, .eps_rms = eps_rms, .R = (trial & 1) ? R : NULL,
+                    .ldr = HD};
                 nf_oracle_opts o = {0};
                 double Y[TQ * HD], Ya[TQ * HD], O[TQ * HD], Oa[TQ * HD], lse[H * TQ], lsea[H * TQ];
                 nf_attention_fwd_ref want = {Y, O, NULL, NULL, NULL, act ? NULL : lse};
@@ -1048,8 +1058,8 @@ Test(budget, attention_budget_holds_for_unfused_and_flash_style)
                     .B = SB, .H = H, .D = D, .Tq = TQ, .Tk = TK, .offsets_q = SOQ, .offsets_k = SOK,
                     .max_seqlen_q = 5, .max_seqlen_k = 5, .Q = Q, .ldq = HD, .K = K, .ldk = HD, .V = V,
                     .ldv = HD, .act = (nf_activation)act, .scale = scale, .causal = causal, .g_ln = gl,
-                    .b_ln = bl, .eps_ln = NF_LAYERNORM_DEFAULT_EPS, .g_rms = gr,
-                    .eps_rms = NF_RMSNORM_DEFAULT_EPS, .residual_is_q = !(trial & 1), .dY = dY, .lddy = HD};
+                    .b_ln = bl, .eps_ln = eps_ln, .g_rms = gr, .eps_rms = eps_rms, .residual_is_q = !(trial & 1),
+                    .dY = dY, .lddy = HD};
                 /* the LayerNorm statistics the simulated forward saves (sim_attn_bwd forms the same) */
                 float lmean[TQ], lrstd[TQ];
                 for (int64_t tt = 0; tt < TQ; ++tt) {

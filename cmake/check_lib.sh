@@ -4,8 +4,9 @@
 # expect OUTPUT PATTERN WHAT, which sets status=1 and prints OUTPUT unless a
 # line of it matches the extended regex PATTERN, and refuses_non_profile
 # SCRIPT WHAT, which sets status=1 unless SCRIPT fails on a CSV that holds no
-# Nsight Compute profile, and expect_blocks OUTPUT N, which sets status=1 unless
-# OUTPUT has N kernel blocks (lines starting '== ': each kernel once); script_and_scratch NAME "$@" takes the one argument,
+# Nsight Compute profile, and expect_blocks OUTPUT N, which sets status=1
+# unless OUTPUT has N kernel blocks (lines starting '== ': each kernel once);
+# script_and_scratch NAME "$@" takes the one argument,
 # a script's path, into $script made absolute (else NAME's usage line and exit
 # 2) and makes a scratch directory $dir, removed on exit; run_script ARGS...
 # runs $script on ARGS, its standard output into $out and its exit status into

@@ -28,15 +28,20 @@ int nf_op_is_backward(nf_op op) { return op % 2 == 1; }
 static int is_attention(nf_op op) { return op == NF_OP_ATTENTION_FWD || op == NF_OP_ATTENTION_BWD; }
 static int is_gemm(nf_op op) { return op >= NF_OP_PRENORM_FWD && op <= NF_OP_POSTNORM_BWD; }
 
-float nf_case_eps(const nf_case *c)
+float nf_case_norm_eps(const nf_case *c, nf_norm_kind k)
 {
     if (c->eps != 0.0f) /* as given, even when not valid: the op's checks judge it */
         return c->eps;
     if (c->dist == NF_IN_TINY)
         return NF_TINY_EPS;
+    return k == NF_NORM_RMS ? NF_RMSNORM_DEFAULT_EPS : NF_LAYERNORM_DEFAULT_EPS;
+}
+
+float nf_case_eps(const nf_case *c)
+{
     const int rms = c->op == NF_OP_PRENORM_FWD || c->op == NF_OP_PRENORM_BWD ||
                     ((c->op <= NF_OP_NORM_BWD || c->op >= NF_OP_POSTNORM_FWD) && c->kind == NF_NORM_RMS);
-    return rms ? NF_RMSNORM_DEFAULT_EPS : NF_LAYERNORM_DEFAULT_EPS;
+    return nf_case_norm_eps(c, rms ? NF_NORM_RMS : NF_NORM_LAYER);
 }
 
 static int64_t max3(int64_t a, int64_t b, int64_t c)

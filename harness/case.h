@@ -86,8 +86,10 @@ const char *nf_dist_name(nf_input_dist d);
  * mean squares are): rstd then follows how the squares are rounded. */
 #define NF_TINY_EPS 0x1p-140f
 
-/* The case's eps: c->eps when it is not 0, else NF_TINY_EPS for NF_IN_TINY
- * inputs, else the default of the norm the op normalises with. */
+/* The eps of the case's norm of kind k: c->eps when it is not 0, else
+ * NF_TINY_EPS for NF_IN_TINY inputs, else kind k's default.  nf_case_eps:
+ * that of the norm the op normalises with (attention's LayerNorm). */
+float nf_case_norm_eps(const nf_case *c, nf_norm_kind k);
 float nf_case_eps(const nf_case *c);
 /* Elements of the largest tensor of the case (the memory a run needs scales
  * with it); used by the fuzzer's --max-elems cap. */

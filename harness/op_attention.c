@@ -92,13 +92,6 @@ static void common_generate(nf_case_data *d, nf_hrng *r)
         nf_fill_normal(r, t, WEIGHT_SPREAD, 1.0);
 }
 
-static float eps_of(const nf_case *c, nf_norm_kind k)
-{
-    if (c->eps > 0.0f || c->dist == NF_IN_TINY)
-        return nf_case_eps(c);
-    return k == NF_NORM_RMS ? NF_RMSNORM_DEFAULT_EPS : NF_LAYERNORM_DEFAULT_EPS;
-}
-
 /* ---- forward ---------------------------------------------------------------- */
 
 static int fwd_layout(nf_case_data *d, char *err, size_t n)
@@ -136,8 +129,8 @@ static void fwd_args(nf_case_data *d, int dev, nf_attention_fwd_args *a)
         .Q = NF_TPTR(d, "Q", dev), .ldq = Q->ld, .K = NF_TPTR(d, "K", dev), .ldk = K->ld,
         .V = NF_TPTR(d, "V", dev), .ldv = NF_TLD(d, "V"),
         .act = c->act, .scale = nf_attention_default_scale(c->act, c->D), .causal = c->causal,
-        .g_ln = NF_TPTR(d, "g_ln", dev), .b_ln = NF_TPTR(d, "b_ln", dev), .eps_ln = eps_of(c, NF_NORM_LAYER),
-        .g_rms = NF_TPTR(d, "g_rms", dev), .eps_rms = eps_of(c, NF_NORM_RMS),
+        .g_ln = NF_TPTR(d, "g_ln", dev), .b_ln = NF_TPTR(d, "b_ln", dev), .eps_ln = nf_case_norm_eps(c, NF_NORM_LAYER),
+        .g_rms = NF_TPTR(d, "g_rms", dev), .eps_rms = nf_case_norm_eps(c, NF_NORM_RMS),
         .R = NF_TPTR(d, "R", dev), .ldr = c->has_residual ? NF_TLD(d, "R") : 0,
         .Y = NF_TPTR(d, "Y", dev), .ldy = NF_TLD(d, "Y"), .O = NF_TPTR(d, "O", dev), .ldo = NF_TLD(d, "O"),
         .ln_mean = NF_TPTR(d, "ln_mean", dev), .ln_rstd = NF_TPTR(d, "ln_rstd", dev),
@@ -213,8 +206,8 @@ static void bwd_args(nf_case_data *d, int dev, nf_attention_bwd_args *a)
         .Q = NF_TPTR(d, "Q", dev), .ldq = Q->ld, .K = NF_TPTR(d, "K", dev), .ldk = K->ld,
         .V = NF_TPTR(d, "V", dev), .ldv = NF_TLD(d, "V"),
         .act = c->act, .scale = nf_attention_default_scale(c->act, c->D), .causal = c->causal,
-        .g_ln = NF_TPTR(d, "g_ln", dev), .b_ln = NF_TPTR(d, "b_ln", dev), .eps_ln = eps_of(c, NF_NORM_LAYER),
-        .g_rms = NF_TPTR(d, "g_rms", dev), .eps_rms = eps_of(c, NF_NORM_RMS),
+        .g_ln = NF_TPTR(d, "g_ln", dev), .b_ln = NF_TPTR(d, "b_ln", dev), .eps_ln = nf_case_norm_eps(c, NF_NORM_LAYER),
+        .g_rms = NF_TPTR(d, "g_rms", dev), .eps_rms = nf_case_norm_eps(c, NF_NORM_RMS),
         .residual_is_q = !c->has_residual,
         .O = NF_TPTR(d, "O", dev), .ldo = NF_TLD(d, "O"),
         .ln_mean = NF_TPTR(d, "ln_mean", dev), .ln_rstd = NF_TPTR(d, "ln_rstd", dev),

@@ -6,8 +6,8 @@
 # PATH and LD_LIBRARY_PATH; defines report_header FILE COMMAND,
 # ab_checks LOG LABEL CLI [VAR=VALUE], ab_rounds, ab_round_order,
 # ab_compare DIR ROUNDS ..., NF_GEMM_KERNELS, ncu_path, ncu_known_metrics, probe_sass_counts,
-# the probe tools' probe_variants, probe_gpu, patch_arg, probe_builds and probe_run, and
-# clock_log_start FILE / clock_log_stop.
+# the probe tools' probe_variants, probe_gpu, patch_arg, probe_builds and probe_run,
+# clock_log_start FILE / clock_log_stop, and has STEP (STEP in the caller's comma list $steps).
 # On a host without network the dependencies come from .gpu-deps (see
 # scripts/prepare_offline_gpu_host.sh); where the system has them, they are used.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -254,3 +254,6 @@ clock_log_stop() {
   report_header "$clock_log_file.summary" "scripts/clock_summary.py $(basename "$clock_log_file")"
   python3 "$root/scripts/clock_summary.py" "$clock_log_file" | tee -a "$clock_log_file.summary"
 }
+
+# has STEP: status 0 where STEP is in the caller's comma list $steps (gpu_suite.sh's STEPS).
+has() { [[ ",$steps," == *",$1,"* ]]; }

@@ -18,7 +18,6 @@ done
 # shellcheck source=scripts/gpu_env.sh
 . "$(dirname "$0")/gpu_env.sh"
 out="$(mkdir -p "${2:-$root/reports/gpu-run}" && cd "${2:-$root/reports/gpu-run}" && pwd)"
-has() { [[ ",$steps," == *",$1,"* ]]; }
 
 if has build; then
   report_header "$out/build.log" "cmake -S . -B build ${cmake_args[*]} && cmake --build build -j"

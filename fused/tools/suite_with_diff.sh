@@ -26,7 +26,7 @@ fail() { echo "suite_with_diff: $*" >&2; exit 2; }
 steps="${NF_SUITE_STEPS:-build,tests,fuzz}"
 patch -s --dry-run -p1 < "$diff_file" > /dev/null 2>&1 || fail "'$diff_file' does not apply to the tree"
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, probe_gpu
+. scripts/gpu_env.sh # report_header, probe_gpu, has
 probe_gpu suite_with_diff || exit 77
 mkdir -p "$suite"
 out="$(cd "$suite" && pwd)"
@@ -44,7 +44,6 @@ verdict() { # STEP PASSED(0/1) WHAT
   printf '%-6s %-4s %s\n' "$1" "$([ "$2" = 1 ] && echo pass || echo FAIL)" "$3" >> "$out/verdict.txt"
   [ "$2" = 1 ] || status=1
 }
-has() { [[ ",$steps," == *",$1,"* ]]; }
 if has build; then
   # (gpu_suite.sh's other steps go on past a failure: a status of its own is the build's)
   if [ "$suite_rc" = 0 ]; then verdict build 1 "built (build.log)"; else verdict build 0 "gpu_suite.sh exit $suite_rc (build.log)"; fi

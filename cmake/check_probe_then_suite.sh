@@ -1,15 +1,17 @@
 #!/bin/bash
-# check_probe_then_suite.sh ROOT: fused/tools/probe_then_suite.sh, which lands a pick only where
-# the probe's runs all say so and then runs the suite, run in a scratch copy of the tools it needs
-# where build_probe.sh and gpu_suite.sh are stand-ins.  The stand-in probe prints a table whose
-# coop3_n256_held time at 524288x1024x256 is coop_n256_s4's times the factor PTS_F names for the
-# run (a list, one per run, the last repeated), and fails when PTS_FAIL is 1; the stand-in suite
-# logs its steps, NF_COMMIT, NF_CTEST_ARGS and the tree's pick.txt, which the pick diff turns
-# from "old" to "new", and exits PTS_SUITE_RC.  A stand-in nvidia-smi plays a GPU host (or a
-# host without a GPU).  Checked: the refusals (exit 2, nothing run), no GPU (77), a win in every
-# run (the diff laid over, the suite at NF_COMMIT_WITH, the tree given back after), a loss or a
-# win in some runs only (the suite on the tree as it is), a probe run that fails (exit 1, no
-# suite), the tests step and the suite's status passed on.
+# check_probe_then_suite.sh ROOT: fused/tools/probe_then_suite.sh, which lands a pick only where the
+# probe's runs all say so and then runs the suite, run in a scratch copy of the tools it needs where
+# build_probe.sh and gpu_suite.sh are stand-ins.  The stand-in probe prints a table whose
+# coop3_n256_held time at 524288x1024x256 is coop_n256_s4's times the factor PTS_F names for the run
+# (a list, one per run, the last repeated), and fails when PTS_FAIL is 1 (its build fails when
+# PTS_BUILD_FAIL is set); the stand-in suite logs its steps, NF_COMMIT, NF_CTEST_ARGS and the tree's
+# pick.txt, which the pick diff turns from "old" to "new", and exits PTS_SUITE_RC.  A stand-in
+# nvidia-smi plays a GPU host (or a host without a GPU).  Checked: the refusals (exit 2, nothing
+# run), no GPU (77), a win in every run (the diff laid over, the suite at NF_COMMIT_WITH, the tree
+# given back after), a loss or a win in some runs only (the suite on the tree as it is), the probe's
+# build (its log, ptxas report and SASS counts in probe/build.txt) and a build that fails (exit 1,
+# no probe, no suite), a probe run that fails (exit 1, no suite), the tests step and the suite's
+# status passed on.
 set -u
 command -v python3 > /dev/null || { echo "no python3 here: probe_then_suite_test skipped"; exit 77; }
 command -v patch > /dev/null || { echo "no patch here: probe_then_suite_test skipped"; exit 77; }
@@ -35,6 +37,7 @@ EOT
 cat > "$t/fused/tools/build_probe.sh" <<'EOT'
 #!/bin/bash
 # stand-in: BIN prints a probe table, coop3_n256_held = coop_n256_s4 x the run's factor
+[ -z "${PTS_BUILD_FAIL:-}" ] || { echo "stand-in: the probe does not build"; exit 1; }
 cat > "$1" <<'EOP'
 #!/bin/bash
 n=$(($(cat "$PTS_DIR/runs" 2> /dev/null || echo 0) + 1)); echo $n > "$PTS_DIR/runs"
@@ -101,6 +104,14 @@ expect_out "^524288x1024x256 +0\.980 +0\.980 +0\.980$" "$dir/out_dir/decision.tx
 suite_line "suite build,sass,bench,gate,report commit=c2 ctest= pick=new dir=$dir/suite" "a win in every run"
 tree_back "a win in every run"
 [ -f "$dir/out_dir/probe_r3/probe_log.txt" ] || { echo "FAIL: no third probe run"; status=1; }
+expect_out "Used 168 registers" "$dir/out_dir/probe/build.txt" "the probe build's ptxas report"
+expect_out "^SASS: 2 HGMMA, 0 LDL/STL, 1 UTMALDG$" "$dir/out_dir/probe/build.txt" "the probe build's SASS counts"
+
+PTS_BUILD_FAIL=1 pts "${args[@]}"; expect_rc 1 "the probe's build fails"
+expect_out "^probe_then_suite: the probe build failed \\(probe/build.txt\\)$" "$dir/out" "the failed build named"
+expect_out "^stand-in: the probe does not build$" "$dir/out_dir/probe/build.txt" "the failed build's messages kept"
+[ ! -e "$dir/runs" ] || { echo "FAIL: a probe ran after its build failed"; status=1; }
+no_suite "the probe's build fails"
 
 PTS_F=1.02 pts "${args[@]}"; expect_rc 0 "a loss"
 expect_out "in 0 of 3 runs: the suite at c1, as it is$" "$dir/out_dir/decision.txt" "a loss: the decision"

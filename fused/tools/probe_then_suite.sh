@@ -3,7 +3,8 @@
 # that results, in one call on a GPU host (an H200's calls are few: fused/NOTES.md v34).
 #   NF_PROBE_VARIANTS=5,9,10,11 NF_COMMIT=HASH NF_COMMIT_WITH=HASH2 \
 #     fused/tools/probe_then_suite.sh VARIANT BASE SHAPE PICK.diff SUITE_DIR   (from the repository root)
-# The probe (run_probe.sh, one build) runs NF_PROBE_ROUNDS times (default 3) into $OUT/probe_rR/.
+# The probe (run_probe.sh, one build: its log, ptxas report and SASS counts in $OUT/probe/build.txt)
+# runs NF_PROBE_ROUNDS times (default 3) into $OUT/probe_rR/.
 # If VARIANT's time is under BASE's at SHAPE (MxKxN) in every run, PICK.diff (a change of the
 # pick, against the tree) is laid over the tree (patch -p1) and the suite runs labelled
 # NF_COMMIT_WITH, the commit that diff makes of NF_COMMIT; otherwise the suite runs on the tree
@@ -21,7 +22,7 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2; e
 [ $# -eq 5 ] || usage
 variant="$1" base="$2" shape="$3" pick="$4" suite="$5"
 # shellcheck source=scripts/gpu_env.sh
-. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu, probe_run
+. scripts/gpu_env.sh # report_header, probe_variants, probe_gpu, probe_builds, probe_run
 fail() { echo "probe_then_suite: $*" >&2; exit 2; }
 probe_variants probe_then_suite > /dev/null || exit 2
 for v in "$variant" "$base"; do [[ "$v" =~ ^[a-z][a-z0-9_]*$ ]] || fail "'$v' is not a variant's name (coop_n256_s4, ...)"; done
@@ -40,8 +41,9 @@ out="$(mkdir -p "${OUT:-/tmp/probe_then_suite}" && cd "${OUT:-/tmp/probe_then_su
 bins="$(mktemp -d)"
 trap 'rm -rf "$bins"' EXIT
 
-fused/tools/build_probe.sh "$bins/probe" "$out/ptxas.txt" > "$out/build.txt" 2>&1 ||
-  { cat "$out/build.txt" >&2; echo "probe_then_suite: the probe's build failed (build.txt)" >&2; exit 1; }
+names=(probe) # probe_builds' one build, unpatched: the binary $bins/probe, its log probe/build.txt
+declare -A diff_of=()
+probe_builds probe_then_suite "$out" "$bins" || exit 1
 runs=()
 for ((r = 1; r <= rounds; r++)); do
   rc=0

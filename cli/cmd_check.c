@@ -93,7 +93,7 @@ static void usage(FILE *f)
                "         [--seed S] [--eps E] [--pad P] [--g 0|1] [--b 0|1] [--bias 0|1] [--residual 0|1]\n"
                "         [--act softmax|gelu|gelu_tanh|silu] [--causal 0|1] [--separate-kv 0|1]\n"
                "         [--in NAME=file.npy]... [--oracle auto|mpfr|fast] [--device D] [--repeat R]\n"
-               "  E: the op's eps, > 0 and a float (default: the op's, SPEC.md; 2^-140 for --dist tiny)\n");
+               "  E: the op's eps, > 0, a float and <= 2^64 (default: the op's, SPEC.md; 2^-140 for --dist tiny)\n");
     nf_arg_names(f, "  OP:  ", nf_op_names, NF_OP_COUNT);
     nf_arg_names(f, "  D:   ", nf_dist_names, NF_IN_COUNT);
     fprintf(f, "  NAME: the op's registry entries (an --impl that is not one lists them)\n"
@@ -162,9 +162,9 @@ int nf_cmd_check(int argc, char **argv)
         case 'r': if (nf_arg_int("check", opt, optarg, 1, 1000, &repeat)) return 2; break;
         case 'e': /* the op's eps as a float: 0 would silently mean the default (nf_case_eps) */
             if (nf_arg_f64("check", opt, optarg, -DBL_MAX, DBL_MAX, &eps)) return 2;
-            if (!(eps > 0.0 && eps <= FLT_MAX && (float)eps > 0.0f)) {
-                fprintf(stderr, "normfuse check: %s: '%s' must be > 0 and representable as a float (%g..%g)\n",
-                        opt, optarg, (double)FLT_TRUE_MIN, (double)FLT_MAX);
+            if (!(eps > 0.0 && eps <= NF_EPS_MAX && (float)eps > 0.0f)) {
+                fprintf(stderr, "normfuse check: %s: '%s' must be > 0, a float and at most 2^64 (%g..%g)\n",
+                        opt, optarg, (double)FLT_TRUE_MIN, (double)NF_EPS_MAX);
                 return 2;
             }
             c.eps = (float)eps;

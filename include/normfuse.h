@@ -49,7 +49,7 @@ typedef enum nf_status {
     NF_ERR_BAD_STRIDE,         /* a leading dimension is too small or not the   */
                                /* multiple a kernel needs                       */
     NF_ERR_MISALIGNED,         /* a pointer lacks the alignment a kernel needs  */
-    NF_ERR_BAD_EPS,            /* eps is <= 0, NaN or infinite                  */
+    NF_ERR_BAD_EPS,            /* eps is not in (0, NF_EPS_MAX]                 */
     NF_ERR_BAD_VALUE,          /* another scalar or enum is out of range        */
     NF_ERR_INCONSISTENT,       /* arguments contradict each other (an output    */
                                /* asked for without the input it needs, ...)    */
@@ -114,6 +114,11 @@ typedef enum nf_norm_kind {
 /* The default eps of each norm (SPEC.md conventions). */
 #define NF_RMSNORM_DEFAULT_EPS 1e-6f
 #define NF_LAYERNORM_DEFAULT_EPS 1e-5f
+/* Every eps is in (0, NF_EPS_MAX]. A norm forms rstd = 1/sqrt(ms + eps) in
+ * fp32: an eps near FLT_MAX would round ms + eps up to Inf on a row of large
+ * values and give rstd 0, a finite wrong answer.  At or below 2^64 it cannot,
+ * for any finite ms: FLT_MAX + 2^64 is within FLT_MAX's half-ulp (2^103). */
+#define NF_EPS_MAX 0x1p64f
 
 typedef struct nf_norm_fwd_args {
     nf_norm_kind kind;
@@ -123,7 +128,7 @@ typedef struct nf_norm_fwd_args {
     int64_t ldx;
     const nf_bf16 *g;      /* [n] or NULL (g = 1)                             */
     const nf_bf16 *b;      /* [n] or NULL (b = 0); LayerNorm only             */
-    float eps;             /* > 0                                             */
+    float eps;             /* in (0, NF_EPS_MAX]                              */
     nf_bf16 *y;            /* [M, n]                                          */
     int64_t ldy;
     float *mean;           /* [M] or NULL; LayerNorm only                     */
@@ -136,7 +141,7 @@ typedef struct nf_norm_bwd_args {
     const nf_bf16 *x;      /* [M, n], the forward input                       */
     int64_t ldx;
     const nf_bf16 *g;      /* [n] or NULL                                     */
-    float eps;             /* the forward's eps (> 0)                         */
+    float eps;             /* the forward's eps                               */
     const float *mean;     /* [M] from the forward; LayerNorm: required,      */
                            /* RMSNorm: NULL                                   */
     const float *rstd;     /* [M] from the forward; required                  */
@@ -170,7 +175,7 @@ typedef struct nf_prenorm_gemm_fwd_args {
     int64_t ldw;
     const nf_bf16 *Wg;     /* [K, N] = diag(g) W from nf_fold_weight, or NULL;*/
     int64_t ldwg;          /* the fused impl needs it when g is set           */
-    float eps;             /* > 0                                             */
+    float eps;             /* in (0, NF_EPS_MAX]                              */
     nf_bf16 *Y;            /* [M, N]                                          */
     int64_t ldy;
     float *rstd;           /* [M] or NULL                                     */
@@ -187,7 +192,7 @@ typedef struct nf_prenorm_gemm_bwd_args {
     const nf_bf16 *g;      /* [K] or NULL                                     */
     const nf_bf16 *W;      /* [K, N]                                          */
     int64_t ldw;
-    float eps;             /* the forward's eps (> 0)                         */
+    float eps;             /* the forward's eps                               */
     const float *rstd;     /* [M] from the forward; required                  */
     const nf_bf16 *dY;     /* [M, N]                                          */
     int64_t lddy;
@@ -251,7 +256,7 @@ typedef struct nf_postnorm_gemm_bwd_args {
     const nf_bf16 *h;      /* [M, N], saved by the forward; required          */
     int64_t ldh;
     const nf_bf16 *g;      /* [N] or NULL                                     */
-    float eps;             /* the forward's eps (> 0)                         */
+    float eps;             /* the forward's eps                               */
     const float *mean;     /* [M]; LayerNorm: required, RMSNorm: NULL         */
     const float *rstd;     /* [M]; required                                   */
     const nf_bf16 *dY;     /* [M, N]                                          */

@@ -7,6 +7,7 @@
  * that got past validation would need `ctx`, which is NULL, and would fail
  * with NF_ERR_NULL_ARGUMENT "ctx" instead of the status expected.
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -193,20 +194,33 @@ Test(api_validation, misaligned_pointer)
     expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_MISALIGNED, "A (");
 }
 
-Test(api_validation, eps_not_finite_positive)
+/* Each op that takes an eps, given eps: want, and the message naming the
+ * argument (for NF_OK: the NULL context, the error that follows). */
+static void expect_eps(float eps, nf_status want)
 {
-    const float bad[] = {0.0f, -1e-6f, NAN, INFINITY};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
-        nf_norm_fwd_args a = norm_fwd();
-        a.eps = bad[i];
-        expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), NF_ERR_BAD_EPS, "eps");
-        nf_prenorm_gemm_fwd_args p = prenorm_fwd();
-        p.eps = bad[i];
-        expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_BAD_EPS, "eps");
-        nf_attention_fwd_args t = attention_fwd();
-        t.eps_rms = bad[i];
-        expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_BAD_EPS, "eps_rms");
-    }
+    const int ok = want == NF_ERR_NULL_ARGUMENT;
+    nf_norm_fwd_args a = norm_fwd();
+    a.eps = eps;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &a), want, ok ? "ctx" : "eps");
+    nf_prenorm_gemm_fwd_args p = prenorm_fwd();
+    p.eps = eps;
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), want, ok ? "ctx" : "eps");
+    nf_attention_fwd_args t = attention_fwd();
+    t.eps_rms = eps;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), want, ok ? "ctx" : "eps_rms");
+    t = attention_fwd();
+    t.eps_ln = eps;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), want, ok ? "ctx" : "eps_ln");
+}
+
+Test(api_validation, eps_outside_its_range)
+{
+    /* above NF_EPS_MAX, ms + eps could round to Inf and rstd to 0 */
+    const float bad[] = {0.0f, -1e-6f, NAN, INFINITY, FLT_MAX, 0x1.000002p64f};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) expect_eps(bad[i], NF_ERR_BAD_EPS);
+    /* the range's ends are taken */
+    expect_eps(FLT_TRUE_MIN, NF_ERR_NULL_ARGUMENT);
+    expect_eps(NF_EPS_MAX, NF_ERR_NULL_ARGUMENT);
 }
 
 Test(api_validation, enum_or_scalar_out_of_range)

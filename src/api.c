@@ -57,8 +57,8 @@ static nf_status need_matrix(const char *fn, const void *p, int64_t ld, int64_t 
 
 static nf_status check_eps(const char *fn, float eps, const char *name)
 {
-    if (!(eps > 0.0f) || !isfinite(eps))
-        return nf_fail(NF_ERR_BAD_EPS, fn, "%s is %g, must be finite and > 0", name, (double)eps);
+    if (!(eps > 0.0f && eps <= NF_EPS_MAX)) /* NaN fails too */
+        return nf_fail(NF_ERR_BAD_EPS, fn, "%s is %g, must be > 0 and <= 2^64 (NF_EPS_MAX)", name, (double)eps);
     return NF_OK;
 }
 

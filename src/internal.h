@@ -6,7 +6,7 @@
  *
  * The API layer validates every argument before it calls anything here, so
  * the functions below may assume: pointers the op needs are non-NULL, sizes
- * are in range, leading dimensions hold their rows, eps is finite and > 0.
+ * are in range, leading dimensions hold their rows, eps is in (0, NF_EPS_MAX].
  * What they must still check themselves is said beside each.
  *
  * Error reporting: a failing function calls nf_fail() (or a NF_TRY_* macro)

@@ -33,7 +33,7 @@ static const char *const nf_status_sentences[NF_STATUS_COUNT] = {
     [NF_ERR_BAD_SIZE] = "a size is out of its documented range",
     [NF_ERR_BAD_STRIDE] = "a leading dimension is too small or not the multiple the kernel needs",
     [NF_ERR_MISALIGNED] = "a pointer lacks the alignment the kernel needs",
-    [NF_ERR_BAD_EPS] = "eps must be finite and > 0",
+    [NF_ERR_BAD_EPS] = "eps must be > 0 and <= 2^64 (NF_EPS_MAX)",
     [NF_ERR_BAD_VALUE] = "a scalar or enum argument is out of range",
     [NF_ERR_INCONSISTENT] = "arguments contradict each other",
     [NF_ERR_UNSUPPORTED_SHAPE] = "this implementation does not support the shape",

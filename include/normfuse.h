@@ -118,7 +118,7 @@ typedef enum nf_norm_kind {
  * fp32: an eps near FLT_MAX would round ms + eps up to Inf on a row of large
  * values and give rstd 0, a finite wrong answer.  At or below 2^64 it cannot,
  * for any finite ms: FLT_MAX + 2^64 is within FLT_MAX's half-ulp (2^103). */
-#define NF_EPS_MAX 0x1p64f
+#define NF_EPS_MAX 18446744073709551616.0f /* 2^64, exactly */
 
 typedef struct nf_norm_fwd_args {
     nf_norm_kind kind;

@@ -19,6 +19,8 @@
  *    forming y from them and fails a y that does not follow from them;
  *  - fp32 underflow: on rows whose squares are fp32 subnormals, with a tiny
  *    eps, the simulated norms stay within the rstd and y budgets;
+ *  - bf16 underflow: on a Q of subnormals with eps 2^-2, the simulated
+ *    attention's subnormal Qn stays within the dK, dQ, ... budgets;
  *  - the norm backward's budget follows the statistics it is given, and so
  *    do the post-norm GEMM's and the attention block's backward budgets
  *    (which take the saved O and lse as given too).
@@ -801,6 +803,7 @@ static float act_f(nf_activation act, float x)
 }
 
 #define SB 3
+#define SUBNORMAL_Q_TRIALS 16
 static const int32_t SOQ[SB + 1] = {0, 3, 4, 9}, SOK[SB + 1] = {0, 5, 7, 11};
 #define ONLINE_BLOCK 2   /* keys per step of the simulated online softmax */
 
@@ -1005,21 +1008,27 @@ Test(budget, attention_budget_holds_for_unfused_and_flash_style)
     const char *t = "attention_budget_holds_for_unfused_and_flash_style";
     enum { H = 2, D = 8, HD = H * D, TQ = 9, TK = 11 };
     int c = 0;
-    for (int trial = 0; trial < TRIALS; ++trial)
+    /* trials from TRIALS on: Q of bf16 subnormals, eps 2^-2 and no LayerNorm
+     * bias, so Qn = bf16(2 (Q - mu) g) is a subnormal too, rounded in absolute
+     * terms (a budget without eta_b on Qn fails one case in ~30 here) */
+    for (int trial = 0; trial < TRIALS + SUBNORMAL_Q_TRIALS; ++trial)
         for (int act = 0; act < NF_ACT_COUNT; ++act)
             for (int causal = 0; causal < 2; ++causal) {
+                const int sub = trial >= TRIALS;
                 nf_rng r;
                 nf_rng_seed(&r, nf_seed_mix(seed, (uint64_t)(300 + c++)));
                 nf_bf16 Q[TQ * HD], K[TK * HD], V[TK * HD], R[TQ * HD], dY[TQ * HD], gl[HD], bl[HD], gr[HD];
-                nf_rng_fill_bf16(&r, Q, TQ * HD, NF_DIST_NORMAL, 1.0, trial == 2 ? 20.0 : 0.0);
+                nf_rng_fill_bf16(&r, Q, TQ * HD, sub ? NF_DIST_SUBNORMAL : NF_DIST_NORMAL, 1.0,
+                                 trial == 2 ? 20.0 : 0.0);
                 nf_rng_fill_bf16(&r, K, TK * HD, NF_DIST_NORMAL, 1.0, 0.0);
                 nf_rng_fill_bf16(&r, V, TK * HD, NF_DIST_NORMAL, 1.0, 0.0);
                 nf_rng_fill_bf16(&r, R, TQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
                 nf_rng_fill_bf16(&r, dY, TQ * HD, NF_DIST_NORMAL, 1.0, 0.0);
                 nf_rng_fill_attention_norm_weights(&r, gl, bl, gr, HD);
+                if (sub) memset(bl, 0, sizeof bl);
                 const float scale = act == NF_ACT_SOFTMAX ? nf_attention_default_scale(act, D) : 0.5f;
                 /* one drawn eps for both norms, as a fuzz case gives them */
-                const float eps_ln = trial_eps(trial, NF_LAYERNORM_DEFAULT_EPS, &r);
+                const float eps_ln = sub ? 0x1p-2f : trial_eps(trial, NF_LAYERNORM_DEFAULT_EPS, &r);
                 const float eps_rms = trial == 0 ? NF_RMSNORM_DEFAULT_EPS : eps_ln;
                 char shape[112];
                 snprintf(shape, sizeof shape, "act %d causal %d H=%d D=%d eps=%a trial %d", act, causal, H, D,

@@ -4,8 +4,9 @@
  * it declares there, exactly, and only for that entry; input distributions
  * an entry is not judged on come back unsupported before any device work;
  * and the norm forward's y_own, y judged against the launch's own mean and
- * rstd.  Host only: the "kernel outputs" are written from the oracle's
- * values.
+ * rstd; and a GPU campaign's failure, the hardware's output kept, that a
+ * mended budget admits.  Host only: the "kernel outputs" are written from
+ * the oracle's values (and that one from the H100's).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -318,4 +319,35 @@ Test(judge_prepare, a_case_too_large_to_hold_is_an_error_not_a_wrapped_buffer)
         cr_assert(strstr(r.message, "host allocation for x") != NULL, "message: %s", r.message);
         nf_case_free(&d);
     }
+}
+
+/* A failure of the first GPU campaign with the eps draw, kept as the hardware
+ * gave it (reports/h100/verify_f3326b8/, seed 2026120800, case 68): the
+ * reference attention backward on an H100 wrote dK(256,129) = -2^-130 where
+ * the oracle says -4.1057e-40, off by 3.5 bf16 subnormal spacings.  Q of
+ * subnormals under eps 0.25 gives a subnormal Qn, whose bf16 rounding is
+ * absolute; the budget then counted it only relatively and allowed
+ * 1.12e-40.  The case is spelled out, not drawn, so that a change of the
+ * fuzzer's draws cannot move it; the oracle's value checks that its inputs
+ * are still the ones the GPU saw. */
+Test(judge_budget, the_h100s_attention_bwd_dk_on_a_subnormal_qn_passes)
+{
+    const nf_case c = {.op = NF_OP_ATTENTION_BWD, .B = 3, .H = 4, .D = 47, .Sq = 257, .Sk = 0,
+                       .act = NF_ACT_GELU, .causal = 1, .has_g = 1, .has_residual = 1,
+                       .dist = NF_IN_SUBNORMAL, .eps = 0.25f, .seed = 5275593297576921335ull};
+    nf_case_data d;
+    prepare_with_oracle(&c, &d);
+    nf_tensor *dK = nf_case_tensor(&d, "dK");
+    const int64_t i = 256, j = 129;
+    const double want = dK->want[i * dK->cols + j];
+    cr_assert(fabs(want / -4.10570608e-40 - 1.0) < 1e-6, "not the campaign's inputs: dK(256,129) want %.9g",
+              want);
+    write_want(&d);
+    ((nf_bf16 *)dK->host)[i * dK->ld + j] = nf_float_to_bf16(-0x1p-130f); /* what the H100 wrote */
+    const nf_case_result r = judge_as(&d, NULL);
+    for (int k = 0; k < r.nout; ++k)
+        cr_assert(r.out[k].pass, "%s fails: worst (%lld,%lld) got %.9g want %.9g allowed %.3g", r.out[k].name,
+                  (long long)r.out[k].st.worst_row, (long long)r.out[k].st.worst_col, r.out[k].st.worst_got,
+                  r.out[k].st.worst_want, r.out[k].st.worst_allowed);
+    nf_case_free(&d);
 }

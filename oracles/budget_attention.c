@@ -40,8 +40,9 @@
  * error where v is a bf16 subnormal: Q of subnormals under an eps that
  * dominates its variance gives a subnormal Qn, whose rounding reaches dK.
  * fp32 underflow (eta_f = 2^-150 on a product that is an fp32 subnormal) is
- * left out: a sum of fewer than 2^16 such terms is off by under 2^-134, half
- * the bf16 subnormal spacing the judge allows every output (ulp_b(y*)).
+ * left out: a sum of fewer than 2^16 such terms is off by under 2^-134, inside
+ * the eta_b of the bf16 rounding that follows it, or the ulp_b(y*) the judge
+ * allows an output; in an exponent (S, lse) it is a relative error of ~2^-134.
  */
 #include <stdlib.h>
 #include <string.h>

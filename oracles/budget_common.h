@@ -28,9 +28,12 @@
  *   NF_ETA_B      the absolute part of that rounding where the value is a
  *                 bf16 subnormal (|fl(v) - v| <= u_b |v| + eta_b, eta_b =
  *                 half the subnormal spacing 2^-133): gradients of rows near
- *                 the top of the range (rstd ~ 2^-120) live there.  Counted
- *                 where such an intermediate feeds a GEMM (post-norm dh,
- *                 pre-norm dN, post-norm h).
+ *                 the top of the range (rstd ~ 2^-120) live there, and so
+ *                 does the attention block's Qn on a Q of subnormals under
+ *                 a large eps.  Counted where such an intermediate feeds a
+ *                 GEMM (post-norm dh, pre-norm dN, post-norm h) and at every
+ *                 bf16 rounding of the attention block (Qn, P, O, Xr, dO,
+ *                 dS, dQn).
  *   NF_ETA_F      the same for fp32 (half the subnormal spacing 2^-150): a
  *                 norm's sum of squares on rows of |x| below ~2^-63 is made
  *                 of fp32 subnormals, and with a tiny eps so is ms + eps;

@@ -4,6 +4,7 @@
  *   normfuse fuzz --seed S [--cases N | --seconds T] [--op OP]... [--impl NAME]
  *                 [--max-elems E] [--shard i/n] [--log run.jsonl [--resume]]
  *   normfuse fuzz --seed S --case I --op OP --impl NAME [--shape M=..,N=..]   (a repro)
+ *   normfuse fuzz ... (a repro) --explain OUT:ROW,COL[:GOT]   (host only, no device)
  *
  * Under mpirun/srun the rank and size come from the environment
  * (OMPI_COMM_WORLD_*, PMI_*, SLURM_*): rank r takes shard r/size, GPU
@@ -12,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
+#include <math.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +28,33 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: normfuse fuzz [--seed S] [--cases N] [--seconds T] [--case I] [--first I]\n"
                "                     [--op OP]... [--impl NAME] [--shape K=V,...] [--max-elems E]\n"
-               "                     [--shard i/n] [--log FILE] [--resume] [--no-shrink] [--device D]\n");
+               "                     [--shard i/n] [--log FILE] [--resume] [--no-shrink] [--device D]\n"
+               "                     [--explain OUT:ROW,COL[:GOT]]\n");
     nf_arg_names(f, "  OP:", nf_op_names, NF_OP_COUNT);
+    fprintf(f, "  --explain: with a repro line's --case and --impl, on the host alone: the oracle's value\n"
+               "             and the allowance of output OUT at (ROW,COL), and GOT's error against them\n");
     fprintf(f, "  Without --seed, NF_SEED gives the seed when set.\n");
+}
+
+/* --explain OUT:ROW,COL[:GOT] (nf_fuzz_explain): 0, or 2 on a spec or case it cannot explain. */
+static int explain_element(const nf_fuzz_run_opts *o, const char *spec)
+{
+    char out[32];
+    long long row, col;
+    int used = 0;
+    if (sscanf(spec, "%31[^:]:%lld,%lld%n", out, &row, &col, &used) != 3 ||
+        (spec[used] != '\0' && spec[used] != ':')) {
+        fprintf(stderr, "normfuse fuzz: --explain: '%s' is not OUT:ROW,COL[:GOT]\n", spec);
+        return 2;
+    }
+    double got = 0.0;
+    if (spec[used] == ':' && nf_arg_f64("fuzz", "--explain's GOT", spec + used + 1, -HUGE_VAL, HUGE_VAL, &got))
+        return 2;
+    if (o->only_case < 0 || !o->impl) {
+        fprintf(stderr, "normfuse fuzz: --explain needs --case I and --impl NAME (a repro line's)\n");
+        return 2;
+    }
+    return nf_fuzz_explain(o, out, row, col, spec[used] == ':' ? &got : NULL, stdout) == 0 ? 0 : 2;
 }
 
 int nf_cmd_fuzz(int argc, char **argv)
@@ -41,7 +67,8 @@ int nf_cmd_fuzz(int argc, char **argv)
         {"max-elems", required_argument, 0, 'm'}, {"shard", required_argument, 0, 'h'},
         {"log", required_argument, 0, 'l'},    {"resume", no_argument, 0, 'r'},
         {"no-shrink", no_argument, 0, 'x'},    {"device", required_argument, 0, 'd'},
-        {"help", no_argument, 0, 'H'},         {0, 0, 0, 0},
+        {"explain", required_argument, 0, 'e'}, {"help", no_argument, 0, 'H'},
+        {0, 0, 0, 0},
     };
     const char *seed = NULL;
     nf_fuzz_run_opts o;
@@ -52,6 +79,7 @@ int nf_cmd_fuzz(int argc, char **argv)
     o.out = stdout;
     o.nshards = 1;
     int device = -1, shard_given = 0;
+    const char *explain = NULL;
     for (int ch, li = 0; (ch = getopt_long(argc, argv, "", opts, &li)) != -1;) {
         const char *opt = nf_long_opt(opts, li, ch);
         switch (ch) {
@@ -86,6 +114,7 @@ int nf_cmd_fuzz(int argc, char **argv)
         case 'l': o.log_path = optarg; break;
         case 'r': o.resume = 1; break;
         case 'x': o.shrink = 0; break;
+        case 'e': explain = optarg; break;
         case 'H': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -128,6 +157,8 @@ int nf_cmd_fuzz(int argc, char **argv)
             return 2;
         }
     }
+    if (explain)
+        return explain_element(&o, explain);
     if (o.max_cases == 0 && o.seconds == 0 && o.only_case < 0)
         o.max_cases = DEFAULT_CASES;
     int rank = 0, size = 1;

@@ -4,6 +4,7 @@
  * one-line repro; every result is one flushed JSONL line (fuzz.h).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -138,5 +139,84 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
     if (log)
         fclose(log);
     nf_done_free(&done);
+    return rc;
+}
+
+/* nf_fuzz_explain: fuzz.h has the contract. */
+int nf_fuzz_explain(const nf_fuzz_run_opts *o, const char *output, int64_t row, int64_t col, const double *got,
+                    FILE *f)
+{
+    const nf_entry *e = o->impl ? nf_registry_find(o->impl) : NULL;
+    if (!e || o->only_case < 0) {
+        fprintf(stderr, "explain: needs --case I and --impl NAME (a fuzz repro line's)\n");
+        return -1;
+    }
+    nf_case c;
+    if (nf_fuzz_case_shaped(&o->cfg, o->only_case, o->shape, &c) != 0) {
+        fprintf(stderr, "explain: --shape '%s' does not fit case %lld\n", o->shape ? o->shape : "",
+                (long long)o->only_case);
+        return -1;
+    }
+    if (c.op != e->op) {
+        fprintf(stderr, "explain: case %lld of seed %llu draws a %s case under this --op list, not one of "
+                "%s: give the repro line's --op\n", (long long)o->only_case, (unsigned long long)o->cfg.seed,
+                nf_op_name(c.op), e->name);
+        return -1;
+    }
+    nf_case_data d;
+    nf_case_result r;
+    memset(&r, 0, sizeof r);
+    int rc = -1;
+    if (nf_case_prepare(&c, (e->flags & NF_ENTRY_TMA_LAYOUT) != 0, &d, &r) != 0) {
+        fprintf(stderr, "explain: %s\n", r.message);
+        goto done;
+    }
+    const nf_tensor *t = NULL;
+    for (int k = 0; k < d.nt; ++k)
+        if (d.t[k].is_output && d.t[k].rows > 0 && !strcmp(d.t[k].name, output))
+            t = &d.t[k];
+    if (!t) {
+        fprintf(stderr, "explain: '%s' is not an output of this %s case; its outputs:", output, nf_op_name(c.op));
+        for (int k = 0; k < d.nt; ++k)
+            if (d.t[k].is_output && d.t[k].rows > 0)
+                fprintf(stderr, " %s", d.t[k].name);
+        fputc('\n', stderr);
+        goto done;
+    }
+    if (row < 0 || row >= t->rows || col < 0 || col >= t->cols) {
+        fprintf(stderr, "explain: (%lld,%lld) is outside %s, %lld x %lld\n", (long long)row, (long long)col,
+                output, (long long)t->rows, (long long)t->cols);
+        goto done;
+    }
+    r.entry = e;
+    nf_case_judge(&d, NULL, &r); /* the outputs are zeros: only the oracle and the allowance are read */
+    if (!d.oracle_done) {
+        fprintf(stderr, "explain: %s\n", r.message);
+        goto done;
+    }
+    int judged = !t->per_row || !d.rows;
+    for (int64_t i = 0; !judged && i < d.nrows; ++i)
+        judged = d.rows[i] == row;
+    char shape[128], desc[256];
+    nf_case_shape_str(&c, shape, sizeof shape);
+    nf_case_describe(&c, desc, sizeof desc);
+    fprintf(f, "%s %s %s seed=%llu (oracle: %s)\n", e->name, shape, desc, (unsigned long long)c.seed,
+            d.oracle_used == NF_ORACLE_MPFR ? "mpfr" : "fast");
+    if (!judged) {
+        fprintf(f, "%s(%lld,%lld): row not in the judged sample of %lld rows\n", output, (long long)row,
+                (long long)col, (long long)d.nrows);
+        rc = 0;
+        goto done;
+    }
+    const double want = t->want[row * t->cols + col], allowed = t->allowed[row * t->cols + col];
+    fprintf(f, "%s(%lld,%lld): want %.9g allowed %.3g\n", output, (long long)row, (long long)col, want, allowed);
+    if (got) {
+        const double err = fabs(*got - want);
+        fprintf(f, "got %.9g: error %.3g, %.3g of the allowance: %s\n", *got, err, err / allowed,
+                err <= allowed ? "within" : "OUTSIDE");
+    }
+    rc = 0;
+done:
+    nf_case_free(&d);
     return rc;
 }

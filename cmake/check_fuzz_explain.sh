@@ -10,7 +10,9 @@ repro="--seed 2026120800 --case 68 --op attention_bwd --impl attention_bwd/ref -
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 # shellcheck disable=SC2086  # the repro line is a list of words
-out="$("$cli" fuzz $repro --explain dK:3,5)" || { echo "$out"; echo "FAIL: --explain exited $?"; exit 1; }
+rc=0
+out="$("$cli" fuzz $repro --explain dK:3,5)" || rc=$?
+[ "$rc" = 0 ] || { echo "$out"; echo "FAIL: --explain exited $rc"; exit 1; }
 echo "$out"
 line="$(echo "$out" | grep '^dK(3,5): want ')" || { echo "FAIL: no want line"; exit 1; }
 want="$(echo "$line" | sed 's/.* want \([^ ]*\) allowed .*/\1/')"

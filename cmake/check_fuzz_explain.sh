@@ -9,8 +9,8 @@ cli="$1"
 repro="--seed 2026120800 --case 68 --op attention_bwd --impl attention_bwd/ref --shape B=1,H=2,D=47,Sq=64,Sk=0"
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-# shellcheck disable=SC2086  # the repro line is a list of words
 rc=0
+# shellcheck disable=SC2086  # the repro line is a list of words
 out="$("$cli" fuzz $repro --explain dK:3,5)" || rc=$?
 [ "$rc" = 0 ] || { echo "$out"; echo "FAIL: --explain exited $rc"; exit 1; }
 echo "$out"

@@ -144,8 +144,9 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s);
  * allowance of element (row, col) of output `output`, and with `got` (a
  * value a kernel wrote there, from a GPU log) its error in units of the
  * allowance, printed to f.  So a failure found on a GPU can be weighed, and
- * a budget change tried against it, on any machine.  0, or -1 with the
- * reason on stderr (no such case, output or element). */
+ * a budget change tried against it, on any machine.  o->impl names a
+ * registry entry and o->only_case >= 0 (the command line checks both).  0,
+ * or -1 with the reason on stderr (no such case, output or element). */
 int nf_fuzz_explain(const nf_fuzz_run_opts *o, const char *output, int64_t row, int64_t col, const double *got,
                     FILE *f);
 #ifdef __cplusplus

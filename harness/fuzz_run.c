@@ -146,11 +146,7 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
 int nf_fuzz_explain(const nf_fuzz_run_opts *o, const char *output, int64_t row, int64_t col, const double *got,
                     FILE *f)
 {
-    const nf_entry *e = o->impl ? nf_registry_find(o->impl) : NULL;
-    if (!e || o->only_case < 0) {
-        fprintf(stderr, "explain: needs --case I and --impl NAME (a fuzz repro line's)\n");
-        return -1;
-    }
+    const nf_entry *e = nf_registry_find(o->impl);
     nf_case c;
     if (nf_fuzz_case_shaped(&o->cfg, o->only_case, o->shape, &c) != 0) {
         fprintf(stderr, "explain: --shape '%s' does not fit case %lld\n", o->shape ? o->shape : "",
@@ -171,11 +167,8 @@ int nf_fuzz_explain(const nf_fuzz_run_opts *o, const char *output, int64_t row, 
         fprintf(stderr, "explain: %s\n", r.message);
         goto done;
     }
-    const nf_tensor *t = NULL;
-    for (int k = 0; k < d.nt; ++k)
-        if (d.t[k].is_output && d.t[k].rows > 0 && !strcmp(d.t[k].name, output))
-            t = &d.t[k];
-    if (!t) {
+    const nf_tensor *t = nf_case_tensor(&d, output);
+    if (!t || !t->is_output || t->rows == 0) {
         fprintf(stderr, "explain: '%s' is not an output of this %s case; its outputs:", output, nf_op_name(c.op));
         for (int k = 0; k < d.nt; ++k)
             if (d.t[k].is_output && d.t[k].rows > 0)

@@ -787,9 +787,7 @@ nf_status check_args(const char *fn, nf_context *ctx, const nf_prenorm_gemm_fwd_
         return nf_fail(NF_ERR_MISALIGNED, fn, "Y (%p) is not %d-byte aligned", (const void *)a->Y, kAlign);
     if ((uintptr_t)a->rstd % sizeof(float))
         return nf_fail(NF_ERR_MISALIGNED, fn, "rstd (%p) is not 4-byte aligned", (const void *)a->rstd);
-    if (!(a->eps > 0.0f && a->eps <= NF_EPS_MAX))
-        return nf_fail(NF_ERR_BAD_EPS, fn, "eps is %g, must be > 0 and <= 2^64 (NF_EPS_MAX)", (double)a->eps);
-    return NF_OK;
+    return nf_check_eps(fn, a->eps, "eps");
 }
 
 /* The launch configuration of variant C for an M x N output: the kernel's

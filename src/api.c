@@ -55,7 +55,7 @@ static nf_status need_matrix(const char *fn, const void *p, int64_t ld, int64_t 
     return check_ld(fn, ld, rows, cols, ld_name);
 }
 
-static nf_status check_eps(const char *fn, float eps, const char *name)
+nf_status nf_check_eps(const char *fn, float eps, const char *name)
 {
     if (!(eps > 0.0f && eps <= NF_EPS_MAX)) /* NaN fails too */
         return nf_fail(NF_ERR_BAD_EPS, fn, "%s is %g, must be > 0 and <= 2^64 (NF_EPS_MAX)", name, (double)eps);
@@ -153,7 +153,7 @@ static nf_status check_norm_fwd(const char *fn, const nf_norm_fwd_args *a)
     NF_TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
     NF_TRY(need_matrix(fn, a->x, a->ldx, a->M, a->n, "x", "ldx"));
     NF_TRY(only_layernorm(fn, a->kind, a->b, "b"));
-    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(nf_check_eps(fn, a->eps, "eps"));
     NF_TRY(need_matrix(fn, a->y, a->ldy, a->M, a->n, "y", "ldy"));
     NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
     NF_TRY(aligned(fn, a->x, BF16_ALIGN, "x"));
@@ -183,7 +183,7 @@ static nf_status check_norm_bwd(const char *fn, const nf_norm_bwd_args *a)
     NF_TRY(in_range(fn, a->M, 1, MAX_ROWS, "M"));
     NF_TRY(in_range(fn, a->n, 1, NF_NORM_MAX_N, "n"));
     NF_TRY(need_matrix(fn, a->x, a->ldx, a->M, a->n, "x", "ldx"));
-    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(nf_check_eps(fn, a->eps, "eps"));
     NF_TRY(saved_mean(fn, a->kind, a->mean));
     NF_TRY(need(fn, a->rstd, "rstd"));
     NF_TRY(need_matrix(fn, a->dy, a->lddy, a->M, a->n, "dy", "lddy"));
@@ -259,7 +259,7 @@ static nf_status check_prenorm_fwd(const char *fn, const nf_prenorm_gemm_fwd_arg
         NF_TRY(check_ld(fn, a->ldwg, a->K, a->N, "ldwg"));
     if (a->Wg && !a->g)
         return nf_fail(NF_ERR_INCONSISTENT, fn, "Wg is set but g is NULL (nothing was folded)");
-    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(nf_check_eps(fn, a->eps, "eps"));
     NF_TRY(need_matrix(fn, a->Y, a->ldy, a->M, a->N, "Y", "ldy"));
     NF_TRY(aligned(fn, a->A, BF16_ALIGN, "A"));
     NF_TRY(aligned(fn, a->g, BF16_ALIGN, "g"));
@@ -346,7 +346,7 @@ static nf_status check_prenorm_bwd(const char *fn, const nf_prenorm_gemm_bwd_arg
     NF_TRY(check_gemm_dims(fn, a->M, a->K, a->N, NF_GEMM_MAX_DIM));
     NF_TRY(need_matrix(fn, a->A, a->lda, a->M, a->K, "A", "lda"));
     NF_TRY(need_matrix(fn, a->W, a->ldw, a->K, a->N, "W", "ldw"));
-    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(nf_check_eps(fn, a->eps, "eps"));
     NF_TRY(need(fn, a->rstd, "rstd"));
     NF_TRY(need_matrix(fn, a->dY, a->lddy, a->M, a->N, "dY", "lddy"));
     NF_TRY(need_matrix(fn, a->dA, a->ldda, a->M, a->K, "dA", "ldda"));
@@ -385,7 +385,7 @@ static nf_status check_postnorm_fwd(const char *fn, const nf_postnorm_gemm_fwd_a
     if (a->R)
         NF_TRY(check_ld(fn, a->ldr, a->M, a->N, "ldr"));
     NF_TRY(only_layernorm(fn, a->kind, a->b, "b"));
-    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(nf_check_eps(fn, a->eps, "eps"));
     NF_TRY(need_matrix(fn, a->Y, a->ldy, a->M, a->N, "Y", "ldy"));
     NF_TRY(only_layernorm(fn, a->kind, a->mean, "mean"));
     if (a->h)
@@ -420,7 +420,7 @@ static nf_status check_postnorm_bwd(const char *fn, const nf_postnorm_gemm_bwd_a
     NF_TRY(need_matrix(fn, a->X, a->ldx, a->M, a->K, "X", "ldx"));
     NF_TRY(need_matrix(fn, a->W, a->ldw, a->K, a->N, "W", "ldw"));
     NF_TRY(need_matrix(fn, a->h, a->ldh, a->M, a->N, "h", "ldh"));
-    NF_TRY(check_eps(fn, a->eps, "eps"));
+    NF_TRY(nf_check_eps(fn, a->eps, "eps"));
     NF_TRY(saved_mean(fn, a->kind, a->mean));
     NF_TRY(need(fn, a->rstd, "rstd"));
     NF_TRY(need_matrix(fn, a->dY, a->lddy, a->M, a->N, "dY", "lddy"));
@@ -515,8 +515,8 @@ static nf_status bounds_longest(const char *fn, int32_t max_seqlen, int64_t T, i
         if ((a)->causal != 0 && (a)->causal != 1)                                          \
             return nf_fail(NF_ERR_BAD_VALUE, fn, "causal is %d, must be 0 or 1",           \
                            (a)->causal);                                                   \
-        NF_TRY(check_eps(fn, (a)->eps_ln, "eps_ln"));                                      \
-        NF_TRY(check_eps(fn, (a)->eps_rms, "eps_rms"));                                    \
+        NF_TRY(nf_check_eps(fn, (a)->eps_ln, "eps_ln"));                                      \
+        NF_TRY(nf_check_eps(fn, (a)->eps_rms, "eps_rms"));                                    \
         NF_TRY(aligned(fn, (a)->offsets_q, 4, "offsets_q"));                               \
         NF_TRY(aligned(fn, (a)->offsets_k, 4, "offsets_k"));                               \
         NF_TRY(aligned(fn, (a)->Q, BF16_ALIGN, "Q"));                                      \

@@ -51,6 +51,11 @@ nf_status nf_fail(nf_status status, const char *where, const char *fmt, ...)
 #endif
     ;
 
+/* NF_ERR_BAD_EPS naming `name` unless eps is in (0, NF_EPS_MAX] (NaN is not):
+ * the one statement of eps's range, for the API layer and for a kernel's own
+ * entry point that can be reached without it. */
+nf_status nf_check_eps(const char *fn, float eps, const char *name);
+
 /* ---- context ------------------------------------------------------------ */
 
 struct cublasLtContext;

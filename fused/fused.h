@@ -33,6 +33,11 @@ typedef enum nf_prenorm_variant {
     NF_PRENORM_VARIANT_COUNT
 } nf_prenorm_variant;
 
+/* These entries are reached without the API layer (the probe, the tools), so
+ * they check their own arguments, NULL ctx and args included; only
+ * nf_prenorm_pick_variant, which answers a variant and no status, takes a
+ * context it may assume non-NULL. */
+
 /* nf_fused_prenorm_gemm_fwd with the tile variant forced. */
 nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf_prenorm_gemm_fwd_args *a,
                                             nf_prenorm_variant variant);
@@ -44,7 +49,7 @@ const char *nf_prenorm_variant_name(nf_prenorm_variant variant);
  * cudaOccupancyMaxActiveClusters answers, which may be fewer than the SMs). */
 nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t K, int64_t N, nf_prenorm_variant variant,
                                   unsigned *grid, int *resident);
-/* The variant NF_PRENORM_AUTO resolves to for a shape on the context's device. */
+/* The variant NF_PRENORM_AUTO resolves to for a shape on the context's device (ctx non-NULL). */
 nf_prenorm_variant nf_prenorm_pick_variant(const nf_context *ctx, int64_t M, int64_t K, int64_t N);
 /* Devices of under this peak DRAM bandwidth (GB/s) take the H100's pick, any
  * other the H200's (the H100 SXM has 3352, the H200 4916). */

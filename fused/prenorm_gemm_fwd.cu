@@ -754,6 +754,8 @@ constexpr int kAlign = 16, kLdMultiple = 8, kDimMultiple = 8;
 nf_status check_args(const char *fn, nf_context *ctx, const nf_prenorm_gemm_fwd_args *a,
                      const nf_bf16 *B, int64_t ldb, const char *bname, const char *ldbname)
 {
+    if (!ctx) /* this entry is reached without the API layer's checks (probe, tools) */
+        return nf_fail(NF_ERR_NULL_ARGUMENT, fn, "ctx is NULL");
     if (nf_ctx_arch(ctx) != 90)
         return nf_fail(NF_ERR_UNSUPPORTED_DEVICE, fn, "needs an sm_90 (Hopper) device, this one is sm_%d",
                        nf_ctx_arch(ctx));
@@ -990,6 +992,8 @@ extern "C" nf_status nf_fused_prenorm_gemm_fwd_variant(nf_context *ctx, const nf
                                                        nf_prenorm_variant variant)
 {
     static const char fn[] = "nf_fused_prenorm_gemm_fwd";
+    if (!a)
+        return nf_fail(NF_ERR_NULL_ARGUMENT, fn, "args is NULL");
     /* g NULL means g = 1: multiply by W directly; else by the folded Wg. */
     const nf_bf16 *B = a->g ? a->Wg : a->W;
     const int64_t ldb = a->g ? a->ldwg : a->ldw;
@@ -1007,8 +1011,8 @@ extern "C" nf_status nf_prenorm_variant_grid(nf_context *ctx, int64_t M, int64_t
                                              nf_prenorm_variant variant, unsigned *grid, int *resident)
 {
     static const char fn[] = "nf_prenorm_variant_grid";
-    if (!grid || !resident)
-        return nf_fail(NF_ERR_NULL_ARGUMENT, fn, "%s is NULL", !grid ? "grid" : "resident");
+    if (!ctx || !grid || !resident)
+        return nf_fail(NF_ERR_NULL_ARGUMENT, fn, "%s is NULL", !ctx ? "ctx" : !grid ? "grid" : "resident");
     if (M < 1 || K < 1 || N < 1)
         return nf_fail(NF_ERR_BAD_SIZE, fn, "M (%lld), K (%lld) and N (%lld) must be >= 1", (long long)M,
                        (long long)K, (long long)N);

@@ -13,6 +13,7 @@
 
 #include <criterion/criterion.h>
 
+#include "fused/fused.h"
 #include "normfuse.h"
 
 static _Alignas(64) nf_bf16 buf[1 << 12];
@@ -295,4 +296,19 @@ Test(api_validation, context_without_device_or_pointer)
     } else {
         expect(s, NF_ERR_BAD_VALUE, "device is -1");
     }
+}
+
+/* The fused kernels' own entries (fused/fused.h) are reached without the API
+ * layer, by the probe and the tools: a NULL context or args is an error
+ * naming it there too, not a crash. */
+Test(api_validation, fused_entries_refuse_a_null_ctx_or_args)
+{
+    nf_prenorm_gemm_fwd_args a = prenorm_fwd();
+    expect(nf_fused_prenorm_gemm_fwd(NULL, &a), NF_ERR_NULL_ARGUMENT, "ctx");
+    expect(nf_fused_prenorm_gemm_fwd(NULL, NULL), NF_ERR_NULL_ARGUMENT, "args");
+    expect(nf_fused_prenorm_gemm_fwd_variant(NULL, &a, NF_PRENORM_COOP_N128), NF_ERR_NULL_ARGUMENT, "ctx");
+    unsigned grid;
+    int resident;
+    expect(nf_prenorm_variant_grid(NULL, 1024, 256, 256, NF_PRENORM_AUTO, &grid, &resident), NF_ERR_NULL_ARGUMENT,
+           "ctx");
 }

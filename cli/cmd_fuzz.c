@@ -157,6 +157,26 @@ int nf_cmd_fuzz(int argc, char **argv)
             return 2;
         }
     }
+    /* ... and each key a dimension of at least one of those ops (one no op
+     * has would be dropped from every case; Sk counts for attention, whose
+     * separate-K/V cases take it) */
+    for (const char *item = o.shape; item && *item;) {
+        const size_t len = strcspn(item, ","), klen = strcspn(item, "=,");
+        char key[16];
+        snprintf(key, sizeof key, "%.*s", (int)klen, item);
+        const char *why = NULL;
+        int used = klen == 0;
+        for (int k = 0; !used && k < (o.impl ? 1 : o.cfg.nops > 0 ? o.cfg.nops : NF_OP_COUNT); ++k) {
+            nf_case c = {.op = o.impl ? impl_op : o.cfg.nops > 0 ? o.cfg.ops[k] : (nf_op)k, .separate_kv = 1};
+            why = nf_case_unused(&c, key);
+            used = why == NULL;
+        }
+        if (!used) {
+            fprintf(stderr, "normfuse fuzz: --shape: %s is not a dimension of any op the run draws: %s\n", key, why);
+            return 2;
+        }
+        item += len + (item[len] == ',');
+    }
     if (explain)
         return explain_element(&o, explain);
     if (o.max_cases == 0 && o.seconds == 0 && o.only_case < 0)

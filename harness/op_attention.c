@@ -57,6 +57,15 @@ static int check_dims(const nf_case_data *d, char *err, size_t n)
                  NF_ATTENTION_MAX_D, NF_NORM_MAX_N);
         return -1;
     }
+    /* The longest draw (every sequence at Sq, or Sk, tokens) within the API's
+     * token limit: the offsets stay in int32, and the layout's per-sequence
+     * draws stay few enough to make at once. */
+    const int64_t longest = c->Sq > nf_case_max_keys(c) ? c->Sq : nf_case_max_keys(c);
+    if ((int64_t)c->B * longest > NF_ATTENTION_MAX_TOKENS) {
+        snprintf(err, n, "attention needs B * Sq (and B * Sk) <= %d tokens, the API's limit; B=%d x %d is more",
+                 NF_ATTENTION_MAX_TOKENS, c->B, (int)longest);
+        return -1;
+    }
     return 0;
 }
 

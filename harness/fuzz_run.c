@@ -83,9 +83,11 @@ int nf_fuzz_run(nf_context *ctx, const nf_fuzz_run_opts *o, nf_fuzz_summary *s)
     const double t0 = now_s();
     int rc = 0;
     for (int64_t k = 0;; ++k) {
-        const int64_t idx = o->only_case >= 0 ? o->only_case : o->first_case + k;
         if (o->only_case >= 0 && k > 0)
             break;
+        if (o->only_case < 0 && k > INT64_MAX - o->first_case)
+            break; /* past the last index: --first near INT64_MAX ends there, never wraps negative */
+        const int64_t idx = o->only_case >= 0 ? o->only_case : o->first_case + k;
         if (o->max_cases > 0 && k >= o->max_cases)
             break;
         if (o->seconds > 0 && now_s() - t0 >= o->seconds)

@@ -971,6 +971,21 @@ int nf_cmd_bench(int argc, char **argv)
         grid_postnorm(&b, quick);
     if (all || listed(grids, "attention"))
         grid_attention(&b, quick);
+    if (nrecords == 0) { /* e.g. --grid attention --op rmsnorm_fwd: a mistake, not an empty report */
+        fprintf(stderr, "normfuse bench: --grid %s%s%s%s%s selects no case: nothing timed, no report written\n",
+                grids, b.ops ? " --op " : "", b.ops ? b.ops : "", b.impls ? " --impl " : "",
+                b.impls ? b.impls : "");
+        if (json) { /* opened early to fail fast on a bad path: not left behind empty */
+            fclose(json), json = NULL;
+            remove(json_path);
+        }
+        if (md) {
+            fclose(md), md = NULL;
+            remove(md_path);
+        }
+        rc = 2;
+        goto fail;
+    }
     if (json)
         write_json(json, &b, prop.name, date, cmd, seed);
     if (md)

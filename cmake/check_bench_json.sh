@@ -7,7 +7,8 @@
 # <= p10 <= median <= p90 <= max); every case without a time with the status
 # and message of its failure (the fused post-norm GEMM, not built yet, is one
 # today: its status once read NF_OK, the timing and the status having been
-# passed as arguments of one call).  Exit 77 (skipped) without a GPU or python3.
+# passed as arguments of one call); then filters that select no case (exit 2,
+# no report).  Exit 77 (skipped) without a GPU or python3.
 set -eu
 cli="$1"
 py="${PYTHON:-python3}"
@@ -55,3 +56,13 @@ if bad:
 print("PASS: %d timed cases, each with its spread around the median; %d failed, each naming why"
       % (timed, failed))
 PY
+# Filters that select no case are a mistake named as one (exit 2), with no report left behind:
+# the bench used to time nothing and write an empty report with exit 0.
+rc=0
+"$cli" bench --grid attention --op rmsnorm_fwd --json "$dir/none.json" > "$dir/none.out" 2>&1 || rc=$?
+if [ "$rc" != 2 ] || ! grep -q "selects no case" "$dir/none.out" || [ -e "$dir/none.json" ]; then
+  cat "$dir/none.out"
+  echo "FAIL: --grid attention --op rmsnorm_fwd: exit $rc (want 2, 'selects no case', no none.json)"
+  exit 1
+fi
+echo "PASS: --grid attention --op rmsnorm_fwd selects no case: exit 2, no report"

@@ -45,13 +45,24 @@
 #include "runner.h"
 
 #define DEFAULT_SEED 20261208ull
-#define CASES 400              /* fuzz indices drawn; about half fit the kernel */
+#define DEFAULT_CASES 400      /* fuzz indices drawn; about half fit the kernel */
 #define MAX_ELEMS (1 << 15)    /* keeps the host GEMM and the oracle to seconds */
 
 static uint64_t test_seed(void)
 {
     const char *s = getenv("NF_SEED");
     return s ? strtoull(s, NULL, 0) : DEFAULT_SEED;
+}
+
+/* NF_MODEL_CASES=N draws N indices instead (>= 100): a longer campaign of the
+ * budget against the model, on any machine,
+ *   NF_SEED=7 NF_MODEL_CASES=100000 build/fuzz/model_test */
+static int64_t test_cases(void)
+{
+    const char *s = getenv("NF_MODEL_CASES");
+    const long long n = s ? strtoll(s, NULL, 10) : DEFAULT_CASES;
+    cr_assert(n >= 100, "NF_MODEL_CASES='%s': want a count of at least 100", s);
+    return n;
 }
 
 typedef enum { ORDER_FMA = 0, ORDER_K16 } gemm_order;
@@ -115,7 +126,7 @@ static void model_outputs(nf_case_data *d, gemm_order order)
     free(acc);
 }
 
-Test(model, the_budget_covers_the_fused_prenorm_over_the_fuzzers_cases, .timeout = 600)
+Test(model, the_budget_covers_the_fused_prenorm_over_the_fuzzers_cases)
 {
     const nf_entry *e = nf_registry_find("prenorm_fwd/fused");
     cr_assert(e, "prenorm_fwd/fused is not in the registry");
@@ -124,8 +135,10 @@ Test(model, the_budget_covers_the_fused_prenorm_over_the_fuzzers_cases, .timeout
     cfg.max_elems = MAX_ELEMS;
     cfg.nops = 1;
     cfg.ops[0] = NF_OP_PRENORM_FWD;
-    int judged = 0, drawn_eps = 0, skipped = 0, dists = 0;
-    for (int64_t idx = 0; idx < CASES; ++idx) {
+    const int64_t cases = test_cases();
+    int64_t judged = 0, drawn_eps = 0, skipped = 0;
+    int dists = 0;
+    for (int64_t idx = 0; idx < cases; ++idx) {
         nf_case c;
         nf_fuzz_case(&cfg, idx, &c);
         if (c.K % 8 || c.N % 8 || nf_entry_unjudged(e, &c)) {
@@ -166,11 +179,12 @@ Test(model, the_budget_covers_the_fused_prenorm_over_the_fuzzers_cases, .timeout
     int ndists = 0;
     for (int k = 0; k < NF_IN_COUNT; ++k)
         ndists += (dists >> k) & 1;
-    printf("model: seed %llu: %d prenorm_fwd cases judged (%d at a drawn eps, %d of %d distributions), "
-           "%d outside the kernel's shapes\n",
-           (unsigned long long)cfg.seed, judged, drawn_eps, ndists, (int)NF_IN_COUNT, skipped);
+    printf("model: seed %llu: %lld prenorm_fwd cases judged (%lld at a drawn eps, %d of %d distributions), "
+           "%lld outside the kernel's shapes\n",
+           (unsigned long long)cfg.seed, (long long)judged, (long long)drawn_eps, ndists, (int)NF_IN_COUNT,
+           (long long)skipped);
     /* the draw must reach what this test is for, or it proves nothing */
-    cr_assert_geq(judged, CASES / 4, "only %d cases judged", judged);
-    cr_assert_geq(drawn_eps, 10, "only %d cases at a drawn eps", drawn_eps);
+    cr_assert_geq(judged, cases / 4, "only %lld cases judged", (long long)judged);
+    cr_assert_geq(drawn_eps, cases / 40, "only %lld cases at a drawn eps", (long long)drawn_eps);
     cr_assert_eq(ndists, NF_IN_COUNT, "only %d of %d input distributions drawn", ndists, (int)NF_IN_COUNT);
 }

@@ -298,6 +298,25 @@ Test(api_validation, context_without_device_or_pointer)
     }
 }
 
+/* cuDNN's packed-rows-only layout is refused before the device, as every
+ * other argument is (it came after the context check, so a machine without
+ * a GPU answered "ctx is NULL" instead). */
+Test(api_validation, vendor_norms_refuse_unpacked_rows_before_the_device)
+{
+    nf_norm_fwd_args f = norm_fwd();
+    f.ldx = 24;
+    expect(nf_norm_fwd(NULL, NF_IMPL_VENDOR, &f), NF_ERR_UNSUPPORTED_SHAPE, "packed rows (ld == n): n=16, ldx=24");
+    f = norm_fwd();
+    f.ldy = 17;
+    expect(nf_norm_fwd(NULL, NF_IMPL_VENDOR, &f), NF_ERR_UNSUPPORTED_SHAPE, "ldy=17");
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &f), NF_ERR_NULL_ARGUMENT, "ctx"); /* the reference takes any ld */
+    nf_norm_bwd_args b = {.kind = NF_NORM_RMS, .M = 2, .n = 8, .x = BF, .ldx = 8, .eps = 1e-6f, .rstd = F32,
+                          .dy = BF, .lddy = 8, .dx = BF + 64, .lddx = 16};
+    expect(nf_norm_bwd(NULL, NF_IMPL_VENDOR, &b), NF_ERR_UNSUPPORTED_SHAPE, "n=8, ldx=8, lddy=8, lddx=16");
+    b.lddx = 8;
+    expect(nf_norm_bwd(NULL, NF_IMPL_VENDOR, &b), NF_ERR_NULL_ARGUMENT, "ctx");
+}
+
 /* The fused kernels' own entries (fused/fused.h) are reached without the API
  * layer, by the probe and the tools: a NULL context or args is an error
  * naming it there too, not a crash. */

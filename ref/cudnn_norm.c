@@ -10,7 +10,7 @@
  * ones/zeros when NULL); statistics [M, 1, 1, 1] fp32 strides [1, 1, 1, 1];
  * epsilon a by-value fp32 scalar [1, 1, 1, 1].
  * cuDNN's norms read packed rows only, so ld != n is NF_ERR_UNSUPPORTED_SHAPE,
- * decided before any plan is built.  A plan cuDNN declines with a
+ * decided by the API layer (src/api.c) before the device is touched.  A plan cuDNN declines with a
  * NOT_SUPPORTED* status is NF_ERR_UNSUPPORTED_SHAPE with the reason;
  * NF_ERR_CUDNN is kept for real failures.
  * Plans are cached per shape and alignment in a small table the context owns
@@ -44,7 +44,6 @@ static nf_status dnn_status(cudnnStatus_t s)
 
 enum { UID_X = 1, UID_Y, UID_MEAN, UID_RSTD, UID_SCALE, UID_BIAS, UID_EPS, UID_DY, UID_DX,
        UID_DSCALE, UID_DBIAS };
-static const char packed_reason[] = "cuDNN norms need packed rows (ld == n)";
 enum { PLAN_CACHE = 16, PARAM_ALIGN = 256 };
 
 typedef struct plan_key {
@@ -331,9 +330,6 @@ static nf_status execute(nf_context *ctx, plan_entry *e, int count, const int64_
 
 nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
 {
-    if (a->ldx != a->n || a->ldy != a->n)
-        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_cudnn_norm_fwd", "%s: n=%lld, ldx=%lld, ldy=%lld",
-                       packed_reason, (long long)a->n, (long long)a->ldx, (long long)a->ldy);
     cudnnHandle_t h;
     NF_TRY(nf_ctx_cudnn(ctx, &h));
     const int ln = a->kind == NF_NORM_LAYER;
@@ -374,9 +370,6 @@ nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a)
 
 nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a)
 {
-    if (a->ldx != a->n || a->lddy != a->n || a->lddx != a->n)
-        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, "nf_cudnn_norm_bwd", "%s: n=%lld, ldx=%lld, lddy=%lld, lddx=%lld",
-                       packed_reason, (long long)a->n, (long long)a->ldx, (long long)a->lddy, (long long)a->lddx);
     cudnnHandle_t h;
     NF_TRY(nf_ctx_cudnn(ctx, &h));
     const int ln = a->kind == NF_NORM_LAYER;

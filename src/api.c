@@ -165,6 +165,9 @@ static nf_status check_norm_fwd(const char *fn, const nf_norm_fwd_args *a)
     return NF_OK;
 }
 
+/* cuDNN's norms take packed rows only: a layout it cannot take is known before the device. */
+static const char vendor_packed[] = "impl vendor: cuDNN norms need packed rows (ld == n)";
+
 nf_status nf_norm_fwd(nf_context *ctx, nf_impl impl, const nf_norm_fwd_args *a)
 {
     static const char fn[] = "nf_norm_fwd";
@@ -172,6 +175,9 @@ nf_status nf_norm_fwd(nf_context *ctx, nf_impl impl, const nf_norm_fwd_args *a)
     NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_FUSED)
         return impl_invalid(fn, impl, "standalone norms (use ref or vendor)");
+    if (impl == NF_IMPL_VENDOR && (a->ldx != a->n || a->ldy != a->n))
+        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, fn, "%s: n=%lld, ldx=%lld, ldy=%lld", vendor_packed,
+                       (long long)a->n, (long long)a->ldx, (long long)a->ldy);
     NF_TRY(check_ctx(fn, ctx));
     return impl == NF_IMPL_VENDOR ? nf_cudnn_norm_fwd(ctx, a) : nf_ref_norm_fwd(ctx, a);
 }
@@ -208,6 +214,9 @@ nf_status nf_norm_bwd(nf_context *ctx, nf_impl impl, const nf_norm_bwd_args *a)
     NF_TRY(check_impl(fn, impl));
     if (impl == NF_IMPL_FUSED)
         return impl_invalid(fn, impl, "standalone norms (use ref or vendor)");
+    if (impl == NF_IMPL_VENDOR && (a->ldx != a->n || a->lddy != a->n || a->lddx != a->n))
+        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, fn, "%s: n=%lld, ldx=%lld, lddy=%lld, lddx=%lld", vendor_packed,
+                       (long long)a->n, (long long)a->ldx, (long long)a->lddy, (long long)a->lddx);
     NF_TRY(check_ctx(fn, ctx));
     return impl == NF_IMPL_VENDOR ? nf_cudnn_norm_bwd(ctx, a) : nf_ref_norm_bwd(ctx, a);
 }

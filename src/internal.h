@@ -136,6 +136,7 @@ nf_status nf_ref_gemm(nf_context *ctx, const nf_gemm_args *g);
 
 nf_status nf_ref_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a);
 nf_status nf_ref_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a);
+/* packed rows only (every ld == n): the API layer refuses others before the device */
 nf_status nf_cudnn_norm_fwd(nf_context *ctx, const nf_norm_fwd_args *a);
 nf_status nf_cudnn_norm_bwd(nf_context *ctx, const nf_norm_bwd_args *a);
 nf_status nf_ref_fold_weight(nf_context *ctx, int64_t K, int64_t N, const nf_bf16 *g,

@@ -53,7 +53,7 @@ enum {
     HOST_BLOCK_ELEMS = 1u << 26 /* 128 MiB of random bf16 generated on the host */
 };
 static const size_t POOL_ELEMS = (size_t)1 << 30; /* 2 GiB of inputs */
-static const size_t OUT_BYTES = (size_t)5 << 29;  /* 2.5 GiB of outputs */
+static const size_t OUT_BYTES = (size_t)5 << 30;  /* 5 GiB of outputs */
 
 /* ---- the benchmark environment ----------------------------------------------- */
 
@@ -119,8 +119,13 @@ static const nf_bf16 *input(bench *b, int slot, size_t elems)
     return b->pool + off;
 }
 
-/* Output region k of the output buffer (five 512 MiB regions). */
-static void *output(bench *b, int k) { return b->out + ((size_t)k << 29); }
+/* Output region k of the output buffer: five of 1 GiB, each the size of the
+ * largest tensor a grid writes (the pre-norm grid's Y and dA at 524288 x 1024,
+ * the post-norm grid's h, Y and dh at 65536 x 8192), so a case's outputs
+ * never overlap one another or its inputs (the API refuses that; at 512 MiB
+ * the post-norm grid's LayerNorm wrote y over the h it read, and the pre-norm
+ * backward's dW over dA). */
+static void *output(bench *b, int k) { return b->out + ((size_t)k << 30); }
 
 static int cmp_float(const void *x, const void *y)
 {

@@ -317,6 +317,43 @@ Test(api_validation, vendor_norms_refuse_unpacked_rows_before_the_device)
     expect(nf_norm_bwd(NULL, NF_IMPL_VENDOR, &b), NF_ERR_NULL_ARGUMENT, "ctx");
 }
 
+/* An output may not share a byte with an input or another output (the norms
+ * and the weight fold; a kernel writing where its threads still read gives
+ * garbage): in place, a partial overlap and two outputs on one buffer are
+ * errors naming both; buffers that merely touch are not. */
+Test(api_validation, outputs_may_not_overlap)
+{
+    nf_norm_fwd_args f = norm_fwd(); /* M = 4, n = 16, x = BF, y = BF + 256 */
+    f.y = (nf_bf16 *)f.x, f.ldy = f.ldx;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &f), NF_ERR_INCONSISTENT, "y overlaps x");
+    f = norm_fwd();
+    f.y = BF + 63; /* x's last element */
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &f), NF_ERR_INCONSISTENT, "y overlaps x");
+    f.y = BF + 64; /* just past x, g and b (all at BF) */
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &f), NF_ERR_NULL_ARGUMENT, "ctx");
+    f = norm_fwd();
+    f.rstd = f.mean + 3;
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &f), NF_ERR_INCONSISTENT, "mean overlaps rstd");
+    f.rstd = f.mean + 4; /* rstd right after mean's M = 4 floats */
+    expect(nf_norm_fwd(NULL, NF_IMPL_REF, &f), NF_ERR_NULL_ARGUMENT, "ctx");
+
+    nf_norm_bwd_args b = {.kind = NF_NORM_LAYER, .M = 2, .n = 8, .x = BF, .ldx = 8, .g = BF + 16, .eps = 1e-5f,
+                          .mean = F32, .rstd = F32 + 2, .dy = BF + 32, .lddy = 8, .dx = BF + 64, .lddx = 8,
+                          .dg = (nf_bf16 *)(F32 + 4), .db = (nf_bf16 *)(F32 + 4) + 8};
+    expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_NULL_ARGUMENT, "ctx"); /* every buffer beside the last */
+    b.dx = (nf_bf16 *)b.dy;
+    expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_INCONSISTENT, "dx overlaps dy");
+    b.dx = BF + 64, b.db = b.dg + 7;
+    expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_INCONSISTENT, "dg overlaps db");
+    b.db = (nf_bf16 *)(F32 + 4) + 8, b.dg = (nf_bf16 *)(F32 + 3);
+    expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_INCONSISTENT, "dg overlaps rstd");
+
+    /* the fold: Wg over g, or one element past W's start */
+    expect(nf_fold_weight(NULL, 4, 4, BF, BF + 64, 4, BF, 4), NF_ERR_INCONSISTENT, "Wg overlaps g");
+    expect(nf_fold_weight(NULL, 4, 4, BF, BF + 64, 4, BF + 65, 4), NF_ERR_INCONSISTENT, "Wg overlaps W");
+    expect(nf_fold_weight(NULL, 4, 4, BF, BF + 64, 4, BF + 80, 4), NF_ERR_NULL_ARGUMENT, "ctx");
+}
+
 /* The fused kernels' own entries (fused/fused.h) are reached without the API
  * layer, by the probe and the tools: a NULL context or args is an error
  * naming it there too, not a crash. */

@@ -55,6 +55,44 @@ static nf_status need_matrix(const char *fn, const void *p, int64_t ld, int64_t 
     return check_ld(fn, ld, rows, cols, ld_name);
 }
 
+/* A matrix's bytes: [rows, cols] elements of esize bytes, rows ld apart (a
+ * vector is one row); p NULL: absent.  Extents fit int64 (check_ld). */
+typedef struct region {
+    const void *p;
+    int64_t rows, cols, ld;
+    int esize;
+    const char *name;
+} region;
+
+static int regions_overlap(const region *a, const region *b)
+{
+    const uintptr_t a0 = (uintptr_t)a->p, b0 = (uintptr_t)b->p;
+    const uintptr_t a1 = a0 + (uintptr_t)(((a->rows - 1) * a->ld + a->cols) * a->esize);
+    const uintptr_t b1 = b0 + (uintptr_t)(((b->rows - 1) * b->ld + b->cols) * b->esize);
+    return a->p && b->p && a0 < b1 && b0 < a1;
+}
+
+/* No output shares a byte with an input or with another output: a kernel
+ * writing where it (or another of its threads) still reads gives garbage,
+ * and in place is promised nowhere it is not said. */
+static nf_status no_overlap(const char *fn, const region *outs, int nouts, const region *ins, int nins)
+{
+    for (int i = 0; i < nouts; ++i) {
+        for (int j = 0; j < nins; ++j)
+            if (regions_overlap(&outs[i], &ins[j]))
+                return nf_fail(NF_ERR_INCONSISTENT, fn, "%s overlaps %s (an output may not overlap an input)",
+                               outs[i].name, ins[j].name);
+        for (int j = i + 1; j < nouts; ++j)
+            if (regions_overlap(&outs[i], &outs[j]))
+                return nf_fail(NF_ERR_INCONSISTENT, fn, "%s overlaps %s (outputs may not overlap)",
+                               outs[i].name, outs[j].name);
+    }
+    return NF_OK;
+}
+#define BF16_MAT(p, rows, cols, ld, name) ((region){(p), (rows), (cols), (ld), 2, (name)})
+#define BF16_VEC(p, n, name) ((region){(p), 1, (n), (n), 2, (name)})
+#define F32_VEC(p, n, name) ((region){(p), 1, (n), (n), 4, (name)})
+
 nf_status nf_check_eps(const char *fn, float eps, const char *name)
 {
     if (!(eps > 0.0f && eps <= NF_EPS_MAX)) /* NaN fails too */
@@ -162,7 +200,11 @@ static nf_status check_norm_fwd(const char *fn, const nf_norm_fwd_args *a)
     NF_TRY(aligned(fn, a->y, BF16_ALIGN, "y"));
     NF_TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
     NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
-    return NF_OK;
+    const region outs[] = {BF16_MAT(a->y, a->M, a->n, a->ldy, "y"), F32_VEC(a->mean, a->M, "mean"),
+                           F32_VEC(a->rstd, a->M, "rstd")};
+    const region ins[] = {BF16_MAT(a->x, a->M, a->n, a->ldx, "x"), BF16_VEC(a->g, a->n, "g"),
+                          BF16_VEC(a->b, a->n, "b")};
+    return no_overlap(fn, outs, 3, ins, 3);
 }
 
 /* cuDNN's norms take packed rows only: a layout it cannot take is known before the device. */
@@ -204,7 +246,12 @@ static nf_status check_norm_bwd(const char *fn, const nf_norm_bwd_args *a)
     NF_TRY(aligned(fn, a->dx, BF16_ALIGN, "dx"));
     NF_TRY(aligned(fn, a->dg, BF16_ALIGN, "dg"));
     NF_TRY(aligned(fn, a->db, BF16_ALIGN, "db"));
-    return NF_OK;
+    const region outs[] = {BF16_MAT(a->dx, a->M, a->n, a->lddx, "dx"), BF16_VEC(a->dg, a->n, "dg"),
+                           BF16_VEC(a->db, a->n, "db")};
+    const region ins[] = {BF16_MAT(a->x, a->M, a->n, a->ldx, "x"), BF16_VEC(a->g, a->n, "g"),
+                          F32_VEC(a->mean, a->M, "mean"), F32_VEC(a->rstd, a->M, "rstd"),
+                          BF16_MAT(a->dy, a->M, a->n, a->lddy, "dy")};
+    return no_overlap(fn, outs, 3, ins, 5);
 }
 
 nf_status nf_norm_bwd(nf_context *ctx, nf_impl impl, const nf_norm_bwd_args *a)
@@ -243,6 +290,9 @@ nf_status nf_fold_weight(nf_context *ctx, int64_t K, int64_t N, const nf_bf16 *g
     NF_TRY(aligned(fn, g, BF16_ALIGN, "g"));
     NF_TRY(aligned(fn, W, BF16_ALIGN, "W"));
     NF_TRY(aligned(fn, Wg, BF16_ALIGN, "Wg"));
+    const region out = BF16_MAT(Wg, K, N, ldwg, "Wg");
+    const region ins[] = {BF16_VEC(g, K, "g"), BF16_MAT(W, K, N, ldw, "W")};
+    NF_TRY(no_overlap(fn, &out, 1, ins, 2));
     NF_TRY(check_ctx(fn, ctx));
     return nf_ref_fold_weight(ctx, K, N, g, W, ldw, Wg, ldwg);
 }
@@ -252,10 +302,8 @@ nf_status nf_fold_weight(nf_context *ctx, int64_t K, int64_t N, const nf_bf16 *g
 static int bf16_overlap(const void *p, int64_t prow, int64_t pcols, int64_t pld, const void *q, int64_t qrow,
                         int64_t qcols, int64_t qld)
 {
-    const uintptr_t p0 = (uintptr_t)p, q0 = (uintptr_t)q;
-    const uintptr_t p1 = p0 + (uintptr_t)(((prow - 1) * pld + pcols) * 2);
-    const uintptr_t q1 = q0 + (uintptr_t)(((qrow - 1) * qld + qcols) * 2);
-    return p0 < q1 && q0 < p1;
+    const region a = BF16_MAT(p, prow, pcols, pld, ""), b = BF16_MAT(q, qrow, qcols, qld, "");
+    return regions_overlap(&a, &b);
 }
 
 static nf_status check_prenorm_fwd(const char *fn, const nf_prenorm_gemm_fwd_args *a)

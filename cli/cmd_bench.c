@@ -682,7 +682,8 @@ static void grid_attention(bench *b, int quick)
             .eps_ln = NF_LAYERNORM_DEFAULT_EPS, .g_rms = input(b, 13, hd),
             .eps_rms = NF_RMSNORM_DEFAULT_EPS, .Y = output(b, 0), .ldy = hd, .O = output(b, 1),
             .ldo = hd, .ln_mean = stats, .ln_rstd = stats + T, .rms_rstd = stats + 2 * T,
-            .lse = stats + 3 * T};
+            .lse = stats + 3 * T}; /* [H, T]: the statistics end at stats + (3 + H) T */
+        nf_bf16 *grads = (nf_bf16 *)(stats + (3 + H) * T); /* dg_ln, db_ln, dg_rms after them */
         shape s = {{"B", "S", "H", "D"}, {B, S, H, D}};
         const double flops = 4.0 * B * (double)S * S * H * D, bytes = 2.0 * 5 * (double)T * hd;
         /* O and the statistics, read by attention_bwd */
@@ -701,8 +702,8 @@ static void grid_attention(bench *b, int quick)
             .ln_mean = c.fwd.ln_mean, .ln_rstd = c.fwd.ln_rstd, .rms_rstd = c.fwd.rms_rstd,
             .lse = c.fwd.lse, .dY = input(b, 12, (size_t)(T * hd)), .lddy = hd, .dQ = output(b, 2),
             .lddq = hd, .dK = output(b, 3), .lddk = hd,
-            .dV = (nf_bf16 *)output(b, 3) + T * hd, .lddv = hd, .dg_ln = (nf_bf16 *)(stats + 5 * T),
-            .db_ln = (nf_bf16 *)(stats + 5 * T) + hd, .dg_rms = (nf_bf16 *)(stats + 5 * T) + 2 * hd};
+            .dV = (nf_bf16 *)output(b, 3) + T * hd, .lddv = hd, .dg_ln = grads, .db_ln = grads + hd,
+            .dg_rms = grads + 2 * hd};
         run_case(b, "attention_bwd", "ref", s, 2.0 * 10 * (double)T * hd, 2.5 * flops,
                  launch_attention_bwd, &c);
     }

@@ -12,10 +12,7 @@
  *     otherwise; "or NULL" marks an optional one;
  *   - no output may share memory with an input or another output, in place
  *     included, except where an op says so (the pre-norm GEMM's REF takes Y
- *     over A).  The norms and nf_fold_weight check it (NF_ERR_INCONSISTENT
- *     naming both), the pre-norm GEMM forward checks Y against its weight
- *     (and under FUSED against A); the other ops do not yet, so an overlap
- *     there is the caller's error;
+ *     over A): every launcher checks it, NF_ERR_INCONSISTENT naming both;
  *   - the launchers check every argument on the host *before* touching the
  *     device, so a bad call fails the same way on any machine.  A failure
  *     returns a status and leaves a one-line message naming the function and

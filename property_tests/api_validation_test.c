@@ -166,6 +166,7 @@ Test(api_validation, leading_dimension_too_small)
     expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_BAD_STRIDE, "lda is 20");
     p = prenorm_fwd(); /* in place: Y on A (K = N = 16): ref normalises A first, fused cannot */
     p.N = 16, p.ldw = p.ldwg = 16, p.W = BF + 1024, p.Wg = BF + 1536, p.Y = (nf_bf16 *)p.A, p.ldy = p.lda;
+    p.g = BF + 2048; /* apart from A: Y may lie over A, not over g */
     expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_NULL_ARGUMENT, "ctx");
     expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_FUSED, &p), NF_ERR_INCONSISTENT, "Y overlaps A");
     p.Y = (nf_bf16 *)p.W + 8; /* on the weight: no impl */
@@ -317,10 +318,10 @@ Test(api_validation, vendor_norms_refuse_unpacked_rows_before_the_device)
     expect(nf_norm_bwd(NULL, NF_IMPL_VENDOR, &b), NF_ERR_NULL_ARGUMENT, "ctx");
 }
 
-/* An output may not share a byte with an input or another output (the norms
- * and the weight fold; a kernel writing where its threads still read gives
- * garbage): in place, a partial overlap and two outputs on one buffer are
- * errors naming both; buffers that merely touch are not. */
+/* An output may not share a byte with an input or another output, in any op
+ * (a kernel writing where its threads still read gives garbage): in place, a
+ * partial overlap and two outputs on one buffer are errors naming both;
+ * buffers that merely touch are not. */
 Test(api_validation, outputs_may_not_overlap)
 {
     nf_norm_fwd_args f = norm_fwd(); /* M = 4, n = 16, x = BF, y = BF + 256 */
@@ -347,6 +348,50 @@ Test(api_validation, outputs_may_not_overlap)
     expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_INCONSISTENT, "dg overlaps db");
     b.db = (nf_bf16 *)(F32 + 4) + 8, b.dg = (nf_bf16 *)(F32 + 3);
     expect(nf_norm_bwd(NULL, NF_IMPL_REF, &b), NF_ERR_INCONSISTENT, "dg overlaps rstd");
+
+    /* the GEMM ops: the pre-norm forward's rstd over A (its Y alone may lie there) */
+    nf_prenorm_gemm_fwd_args p = prenorm_fwd(); /* A = g = BF (M = 4, K = 16) */
+    p.rstd = (float *)(BF + 16);
+    expect(nf_prenorm_gemm_fwd(NULL, NF_IMPL_REF, &p), NF_ERR_INCONSISTENT, "rstd overlaps A");
+    nf_prenorm_gemm_bwd_args pb = {.M = 2, .K = 8, .N = 8, .A = BF, .lda = 8, .g = BF + 16, .W = BF + 32, .ldw = 8,
+                                   .eps = 1e-6f, .rstd = F32, .dY = BF + 128, .lddy = 8, .dA = BF + 256, .ldda = 8,
+                                   .dg = BF + 272, .dW = BF + 280, .lddw = 8};
+    expect(nf_prenorm_gemm_bwd(NULL, NF_IMPL_REF, &pb), NF_ERR_NULL_ARGUMENT, "ctx");
+    pb.dW = (nf_bf16 *)pb.W;
+    expect(nf_prenorm_gemm_bwd(NULL, NF_IMPL_REF, &pb), NF_ERR_INCONSISTENT, "dW overlaps W");
+    nf_postnorm_gemm_fwd_args q = {.kind = NF_NORM_LAYER, .M = 2, .K = 8, .N = 8, .X = BF, .ldx = 8, .W = BF + 16,
+                                   .ldw = 8, .R = BF + 80, .ldr = 8, .eps = 1e-5f, .Y = BF + 96, .ldy = 8,
+                                   .mean = F32, .rstd = F32 + 2, .h = BF + 112, .ldh = 8};
+    expect(nf_postnorm_gemm_fwd(NULL, NF_IMPL_REF, &q), NF_ERR_NULL_ARGUMENT, "ctx");
+    q.Y = (nf_bf16 *)q.R; /* the residual added in place */
+    expect(nf_postnorm_gemm_fwd(NULL, NF_IMPL_REF, &q), NF_ERR_INCONSISTENT, "Y overlaps R");
+    nf_postnorm_gemm_bwd_args qb = {.kind = NF_NORM_RMS, .M = 2, .K = 8, .N = 8, .X = BF, .ldx = 8, .W = BF + 16,
+                                    .ldw = 8, .h = BF + 80, .ldh = 8, .eps = 1e-6f, .rstd = F32, .dY = BF + 96,
+                                    .lddy = 8, .dX = BF + 160, .lddx = 8, .dh = BF + 128, .lddh = 8};
+    expect(nf_postnorm_gemm_bwd(NULL, NF_IMPL_REF, &qb), NF_ERR_NULL_ARGUMENT, "ctx");
+    qb.dh = (nf_bf16 *)qb.dY + 15;
+    expect(nf_postnorm_gemm_bwd(NULL, NF_IMPL_REF, &qb), NF_ERR_INCONSISTENT, "dh overlaps dY");
+
+    /* attention: two outputs on one buffer, and lse's H x Tq floats over a statistic */
+    nf_attention_fwd_args t = attention_fwd(); /* Y = BF + 1024, [Tq = 9, 16]; lse = F32, [2 x 9] */
+    t.O = t.Y + 8, t.ldo = 16;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_INCONSISTENT, "Y overlaps O");
+    t = attention_fwd();
+    t.rms_rstd = F32 + 17;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_INCONSISTENT, "rms_rstd overlaps lse");
+    t.rms_rstd = F32 + 18;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_NULL_ARGUMENT, "ctx");
+    nf_attention_bwd_args ab = {.B = 2, .H = 2, .D = 8, .Tq = 9, .Tk = 9, .offsets_q = offsets, .max_seqlen_q = 5,
+                                .max_seqlen_k = 5, .Q = BF, .ldq = 16, .K = BF, .ldk = 16, .V = BF, .ldv = 16,
+                                .act = NF_ACT_SOFTMAX, .scale = 0.35f, .eps_ln = 1e-5f, .eps_rms = 1e-6f,
+                                .O = BF + 256, .ldo = 16, .ln_mean = F32, .ln_rstd = F32 + 9, .rms_rstd = F32 + 18,
+                                .lse = F32 + 27, .dY = BF + 512, .lddy = 16, .dQ = BF + 768, .lddq = 16,
+                                .dK = BF + 1024, .lddk = 16, .dV = BF + 1280, .lddv = 16};
+    expect(nf_attention_bwd(NULL, NF_IMPL_REF, &ab), NF_ERR_NULL_ARGUMENT, "ctx");
+    ab.dV = BF + 1024 + 143; /* dK's last element */
+    expect(nf_attention_bwd(NULL, NF_IMPL_REF, &ab), NF_ERR_INCONSISTENT, "dK overlaps dV");
+    ab.dV = BF + 1280, ab.dQ = (nf_bf16 *)ab.O;
+    expect(nf_attention_bwd(NULL, NF_IMPL_REF, &ab), NF_ERR_INCONSISTENT, "dQ overlaps O");
 
     /* the fold: Wg over g, or one element past W's start */
     expect(nf_fold_weight(NULL, 4, 4, BF, BF + 64, 4, BF, 4), NF_ERR_INCONSISTENT, "Wg overlaps g");

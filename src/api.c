@@ -66,10 +66,12 @@ typedef struct region {
 
 static int regions_overlap(const region *a, const region *b)
 {
+    if (!a->p || !b->p) /* an absent one's ld may be anything */
+        return 0;
     const uintptr_t a0 = (uintptr_t)a->p, b0 = (uintptr_t)b->p;
     const uintptr_t a1 = a0 + (uintptr_t)(((a->rows - 1) * a->ld + a->cols) * a->esize);
     const uintptr_t b1 = b0 + (uintptr_t)(((b->rows - 1) * b->ld + b->cols) * b->esize);
-    return a->p && b->p && a0 < b1 && b0 < a1;
+    return a0 < b1 && b0 < a1;
 }
 
 /* No output shares a byte with an input or with another output: a kernel
@@ -92,6 +94,7 @@ static nf_status no_overlap(const char *fn, const region *outs, int nouts, const
 #define BF16_MAT(p, rows, cols, ld, name) ((region){(p), (rows), (cols), (ld), 2, (name)})
 #define BF16_VEC(p, n, name) ((region){(p), 1, (n), (n), 2, (name)})
 #define F32_VEC(p, n, name) ((region){(p), 1, (n), (n), 4, (name)})
+#define I32_VEC(p, n, name) ((region){(p), 1, (n), (n), 4, (name)})
 
 nf_status nf_check_eps(const char *fn, float eps, const char *name)
 {
@@ -297,15 +300,6 @@ nf_status nf_fold_weight(nf_context *ctx, int64_t K, int64_t N, const nf_bf16 *g
     return nf_ref_fold_weight(ctx, K, N, g, W, ldw, Wg, ldwg);
 }
 
-/* Whether two bf16 matrices [rows, cols] with leading dimensions ld share
- * any byte of their extents (checked ld: the extents fit int64). */
-static int bf16_overlap(const void *p, int64_t prow, int64_t pcols, int64_t pld, const void *q, int64_t qrow,
-                        int64_t qcols, int64_t qld)
-{
-    const region a = BF16_MAT(p, prow, pcols, pld, ""), b = BF16_MAT(q, qrow, qcols, qld, "");
-    return regions_overlap(&a, &b);
-}
-
 static nf_status check_prenorm_fwd(const char *fn, const nf_prenorm_gemm_fwd_args *a)
 {
     NF_TRY(need(fn, a, "args"));
@@ -324,12 +318,12 @@ static nf_status check_prenorm_fwd(const char *fn, const nf_prenorm_gemm_fwd_arg
     NF_TRY(aligned(fn, a->Wg, BF16_ALIGN, "Wg"));
     NF_TRY(aligned(fn, a->Y, BF16_ALIGN, "Y"));
     NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
-    /* Y written while the weight is read: no implementation takes that */
-    if (bf16_overlap(a->Y, a->M, a->N, a->ldy, a->W, a->K, a->N, a->ldw))
-        return nf_fail(NF_ERR_INCONSISTENT, fn, "Y overlaps W");
-    if (a->Wg && bf16_overlap(a->Y, a->M, a->N, a->ldy, a->Wg, a->K, a->N, a->ldwg))
-        return nf_fail(NF_ERR_INCONSISTENT, fn, "Y overlaps Wg");
-    return NF_OK;
+    const region outs[] = {BF16_MAT(a->Y, a->M, a->N, a->ldy, "Y"), F32_VEC(a->rstd, a->M, "rstd")};
+    const region ins[] = {BF16_VEC(a->g, a->K, "g"), BF16_MAT(a->W, a->K, a->N, a->ldw, "W"),
+                          BF16_MAT(a->Wg, a->K, a->N, a->ldwg, "Wg"), BF16_MAT(a->A, a->M, a->K, a->lda, "A")};
+    /* Y may lie over A (REF normalises A into workspace first; FUSED refuses it below) */
+    NF_TRY(no_overlap(fn, outs, 2, ins, 3));
+    return no_overlap(fn, outs + 1, 1, ins + 3, 1);
 }
 
 /* The fused kernel loads A and the weight and stores Y through TMA: 16-byte
@@ -372,7 +366,8 @@ static nf_status check_prenorm_fused(const char *fn, const nf_prenorm_gemm_fwd_a
     NEED((uintptr_t)a->Y % TMA_ALIGN == 0, NF_ERR_MISALIGNED,
          "impl fused: Y (%p) is not %d-byte aligned", (const void *)a->Y, TMA_ALIGN);
     /* a tile's Y is stored while other N-tiles of its rows still load A */
-    NEED(!bf16_overlap(a->Y, a->M, a->N, a->ldy, a->A, a->M, a->K, a->lda), NF_ERR_INCONSISTENT,
+    const region y = BF16_MAT(a->Y, a->M, a->N, a->ldy, "Y"), A = BF16_MAT(a->A, a->M, a->K, a->lda, "A");
+    NEED(!regions_overlap(&y, &A), NF_ERR_INCONSISTENT,
          "impl fused: Y overlaps A (in place, only ref normalises A before writing Y)");
 #undef NEED
     return s;
@@ -418,7 +413,12 @@ static nf_status check_prenorm_bwd(const char *fn, const nf_prenorm_gemm_bwd_arg
     NF_TRY(aligned(fn, a->dA, BF16_ALIGN, "dA"));
     NF_TRY(aligned(fn, a->dg, BF16_ALIGN, "dg"));
     NF_TRY(aligned(fn, a->dW, BF16_ALIGN, "dW"));
-    return NF_OK;
+    const region outs[] = {BF16_MAT(a->dA, a->M, a->K, a->ldda, "dA"), BF16_VEC(a->dg, a->K, "dg"),
+                           BF16_MAT(a->dW, a->K, a->N, a->lddw, "dW")};
+    const region ins[] = {BF16_MAT(a->A, a->M, a->K, a->lda, "A"), BF16_VEC(a->g, a->K, "g"),
+                          BF16_MAT(a->W, a->K, a->N, a->ldw, "W"), F32_VEC(a->rstd, a->M, "rstd"),
+                          BF16_MAT(a->dY, a->M, a->N, a->lddy, "dY")};
+    return no_overlap(fn, outs, 3, ins, 5);
 }
 
 nf_status nf_prenorm_gemm_bwd(nf_context *ctx, nf_impl impl, const nf_prenorm_gemm_bwd_args *a)
@@ -457,7 +457,12 @@ static nf_status check_postnorm_fwd(const char *fn, const nf_postnorm_gemm_fwd_a
     NF_TRY(aligned(fn, a->mean, F32_ALIGN, "mean"));
     NF_TRY(aligned(fn, a->rstd, F32_ALIGN, "rstd"));
     NF_TRY(aligned(fn, a->h, BF16_ALIGN, "h"));
-    return NF_OK;
+    const region outs[] = {BF16_MAT(a->Y, a->M, a->N, a->ldy, "Y"), F32_VEC(a->mean, a->M, "mean"),
+                           F32_VEC(a->rstd, a->M, "rstd"), BF16_MAT(a->h, a->M, a->N, a->ldh, "h")};
+    const region ins[] = {BF16_MAT(a->X, a->M, a->K, a->ldx, "X"), BF16_MAT(a->W, a->K, a->N, a->ldw, "W"),
+                          BF16_VEC(a->c, a->N, "c"), BF16_MAT(a->R, a->M, a->N, a->ldr, "R"),
+                          BF16_VEC(a->g, a->N, "g"), BF16_VEC(a->b, a->N, "b")};
+    return no_overlap(fn, outs, 4, ins, 6);
 }
 
 nf_status nf_postnorm_gemm_fwd(nf_context *ctx, nf_impl impl, const nf_postnorm_gemm_fwd_args *a)
@@ -501,7 +506,14 @@ static nf_status check_postnorm_bwd(const char *fn, const nf_postnorm_gemm_bwd_a
     NF_TRY(aligned(fn, a->dc, BF16_ALIGN, "dc"));
     NF_TRY(aligned(fn, a->dg, BF16_ALIGN, "dg"));
     NF_TRY(aligned(fn, a->db, BF16_ALIGN, "db"));
-    return NF_OK;
+    const region outs[] = {BF16_MAT(a->dX, a->M, a->K, a->lddx, "dX"), BF16_MAT(a->dW, a->K, a->N, a->lddw, "dW"),
+                           BF16_MAT(a->dh, a->M, a->N, a->lddh, "dh"), BF16_VEC(a->dc, a->N, "dc"),
+                           BF16_VEC(a->dg, a->N, "dg"), BF16_VEC(a->db, a->N, "db")};
+    const region ins[] = {BF16_MAT(a->X, a->M, a->K, a->ldx, "X"), BF16_MAT(a->W, a->K, a->N, a->ldw, "W"),
+                          BF16_MAT(a->h, a->M, a->N, a->ldh, "h"), BF16_VEC(a->g, a->N, "g"),
+                          F32_VEC(a->mean, a->M, "mean"), F32_VEC(a->rstd, a->M, "rstd"),
+                          BF16_MAT(a->dY, a->M, a->N, a->lddy, "dY")};
+    return no_overlap(fn, outs, 6, ins, 7);
 }
 
 nf_status nf_postnorm_gemm_bwd(nf_context *ctx, nf_impl impl, const nf_postnorm_gemm_bwd_args *a)
@@ -584,6 +596,14 @@ static nf_status bounds_longest(const char *fn, int32_t max_seqlen, int64_t T, i
         NF_TRY(aligned(fn, (a)->g_rms, BF16_ALIGN, "g_rms"));                              \
     } while (0)
 
+/* The inputs both directions share, as regions (hd in scope: H * D). */
+#define ATTENTION_INPUTS(a)                                                                             \
+    I32_VEC((a)->offsets_q, (a)->B + 1, "offsets_q"), I32_VEC((a)->offsets_k, (a)->B + 1, "offsets_k"),  \
+        BF16_MAT((a)->Q, (a)->Tq, hd, (a)->ldq, "Q"), BF16_MAT((a)->K, (a)->Tk, hd, (a)->ldk, "K"),      \
+        BF16_MAT((a)->V, (a)->Tk, hd, (a)->ldv, "V"), BF16_VEC((a)->g_ln, hd, "g_ln"),                   \
+        BF16_VEC((a)->b_ln, hd, "b_ln"), BF16_VEC((a)->g_rms, hd, "g_rms")
+#define ATTENTION_NINPUTS 8
+
 static nf_status check_attention_fwd(const char *fn, const nf_attention_fwd_args *a)
 {
     NF_TRY(need(fn, a, "args"));
@@ -604,7 +624,11 @@ static nf_status check_attention_fwd(const char *fn, const nf_attention_fwd_args
     NF_TRY(aligned(fn, a->ln_rstd, F32_ALIGN, "ln_rstd"));
     NF_TRY(aligned(fn, a->rms_rstd, F32_ALIGN, "rms_rstd"));
     NF_TRY(aligned(fn, a->lse, F32_ALIGN, "lse"));
-    return NF_OK;
+    const region outs[] = {BF16_MAT(a->Y, a->Tq, hd, a->ldy, "Y"), BF16_MAT(a->O, a->Tq, hd, a->ldo, "O"),
+                           F32_VEC(a->ln_mean, a->Tq, "ln_mean"), F32_VEC(a->ln_rstd, a->Tq, "ln_rstd"),
+                           F32_VEC(a->rms_rstd, a->Tq, "rms_rstd"), F32_VEC(a->lse, a->H * a->Tq, "lse")};
+    const region ins[] = {ATTENTION_INPUTS(a), BF16_MAT(a->R, a->Tq, hd, a->ldr, "R")};
+    return no_overlap(fn, outs, 6, ins, ATTENTION_NINPUTS + 1);
 }
 
 nf_status nf_attention_fwd(nf_context *ctx, nf_impl impl, const nf_attention_fwd_args *a)
@@ -650,7 +674,17 @@ static nf_status check_attention_bwd(const char *fn, const nf_attention_bwd_args
     NF_TRY(aligned(fn, a->dg_ln, BF16_ALIGN, "dg_ln"));
     NF_TRY(aligned(fn, a->db_ln, BF16_ALIGN, "db_ln"));
     NF_TRY(aligned(fn, a->dg_rms, BF16_ALIGN, "dg_rms"));
-    return NF_OK;
+    const region outs[] = {BF16_MAT(a->dQ, a->Tq, hd, a->lddq, "dQ"), BF16_MAT(a->dK, a->Tk, hd, a->lddk, "dK"),
+                           BF16_MAT(a->dV, a->Tk, hd, a->lddv, "dV"), BF16_VEC(a->dg_ln, hd, "dg_ln"),
+                           BF16_VEC(a->db_ln, hd, "db_ln"), BF16_VEC(a->dg_rms, hd, "dg_rms")};
+    const region ins[] = {ATTENTION_INPUTS(a),
+                          BF16_MAT(a->O, a->Tq, hd, a->ldo, "O"),
+                          F32_VEC(a->ln_mean, a->Tq, "ln_mean"),
+                          F32_VEC(a->ln_rstd, a->Tq, "ln_rstd"),
+                          F32_VEC(a->rms_rstd, a->Tq, "rms_rstd"),
+                          F32_VEC(a->lse, a->H * a->Tq, "lse"),
+                          BF16_MAT(a->dY, a->Tq, hd, a->lddy, "dY")};
+    return no_overlap(fn, outs, 6, ins, ATTENTION_NINPUTS + 6);
 }
 
 nf_status nf_attention_bwd(nf_context *ctx, nf_impl impl, const nf_attention_bwd_args *a)

@@ -381,6 +381,9 @@ Test(api_validation, outputs_may_not_overlap)
     expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_INCONSISTENT, "rms_rstd overlaps lse");
     t.rms_rstd = F32 + 18;
     expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_NULL_ARGUMENT, "ctx");
+    t = attention_fwd(); /* no keys: K holds nothing, even where it points into Y (ld > H*D) */
+    t.offsets_k = offsets, t.Tk = 0, t.max_seqlen_k = 0, t.K = t.Y + 76, t.ldk = t.ldv = 24;
+    expect(nf_attention_fwd(NULL, NF_IMPL_REF, &t), NF_ERR_NULL_ARGUMENT, "ctx");
     nf_attention_bwd_args ab = {.B = 2, .H = 2, .D = 8, .Tq = 9, .Tk = 9, .offsets_q = offsets, .max_seqlen_q = 5,
                                 .max_seqlen_k = 5, .Q = BF, .ldq = 16, .K = BF, .ldk = 16, .V = BF, .ldv = 16,
                                 .act = NF_ACT_SOFTMAX, .scale = 0.35f, .eps_ln = 1e-5f, .eps_rms = 1e-6f,

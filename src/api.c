@@ -66,7 +66,7 @@ typedef struct region {
 
 static int regions_overlap(const region *a, const region *b)
 {
-    if (!a->p || !b->p) /* an absent one's ld may be anything */
+    if (!a->p || !b->p || a->rows < 1 || b->rows < 1) /* absent (any ld), or empty (Tk = 0) */
         return 0;
     const uintptr_t a0 = (uintptr_t)a->p, b0 = (uintptr_t)b->p;
     const uintptr_t a1 = a0 + (uintptr_t)(((a->rows - 1) * a->ld + a->cols) * a->esize);
@@ -584,8 +584,8 @@ static nf_status bounds_longest(const char *fn, int32_t max_seqlen, int64_t T, i
         if ((a)->causal != 0 && (a)->causal != 1)                                          \
             return nf_fail(NF_ERR_BAD_VALUE, fn, "causal is %d, must be 0 or 1",           \
                            (a)->causal);                                                   \
-        NF_TRY(nf_check_eps(fn, (a)->eps_ln, "eps_ln"));                                      \
-        NF_TRY(nf_check_eps(fn, (a)->eps_rms, "eps_rms"));                                    \
+        NF_TRY(nf_check_eps(fn, (a)->eps_ln, "eps_ln"));                                   \
+        NF_TRY(nf_check_eps(fn, (a)->eps_rms, "eps_rms"));                                 \
         NF_TRY(aligned(fn, (a)->offsets_q, 4, "offsets_q"));                               \
         NF_TRY(aligned(fn, (a)->offsets_k, 4, "offsets_k"));                               \
         NF_TRY(aligned(fn, (a)->Q, BF16_ALIGN, "Q"));                                      \

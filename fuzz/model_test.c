@@ -8,9 +8,10 @@
  * padded leading dimensions and tails in M, K and N.  The model follows
  * fused/prenorm_gemm_fwd.cu step by step:
  *   Wg   = bf16(g * W)                          nf_fold_weight (W itself without g)
- *   ss   = fp32 sum of a^2 by fmaf, two halves of each row (alternate
- *          8-column chunks of each 64-column k-tile), added last (row_sumsq,
- *          publish_rstd)
+ *   ss   = fp32 sum of a^2 by fmaf in two halves of each row, added last
+ *          (row_sumsq, publish_rstd: each half 4 of a 64-column k-tile's 8
+ *          chunks of 8 columns, as the swizzle spreads them; here alternate
+ *          chunks)
  *   rstd = 1 / sqrtf(ss / K + eps);  a row whose ss is Inf gets Y = NaN
  *   acc  = A Wg in fp32, in two orders the tensor cores may take: one fmaf
  *          per product, or each k16 block's 16 products summed and rounded
@@ -26,9 +27,10 @@
  * (subnormal, tiny, small, specials, pow2 rows and some normal cases); ss /
  * (K + 8) in place of ss / K fails 652, on every distribution; Y = acc * 0 on
  * rows whose ss overflows, in place of NaN, fails 48 (near_bf16_max); acc
- * rounded to bf16 before the scaling fails 2 (one subnormal case).  What it cannot see: one extra bf16 rounding of Y or of the
- * rstd that scales it, on ordinary rows.  Y's allowance there is dominated
- * by Wg's rounding, u_b sum_k |a_k Wg_kj| against |Y| ~ sqrt(K) times
+ * rounded to bf16 before the scaling fails 2 (one subnormal case).
+ * What it cannot see: one extra bf16 rounding of Y or of the rstd that
+ * scales it, on ordinary rows.  Y's allowance there is dominated by Wg's
+ * rounding, u_b sum_k |a_k Wg_kj|, against a |Y| about sqrt(K) times
  * smaller, and so is the budget of any kernel that rounds Wg.
  */
 #define _POSIX_C_SOURCE 200809L

@@ -10,9 +10,10 @@
  * ones/zeros when NULL); statistics [M, 1, 1, 1] fp32 strides [1, 1, 1, 1];
  * epsilon a by-value fp32 scalar [1, 1, 1, 1].
  * cuDNN's norms read packed rows only, so ld != n is NF_ERR_UNSUPPORTED_SHAPE,
- * decided by the API layer (src/api.c) before the device is touched.  A plan cuDNN declines with a
- * NOT_SUPPORTED* status is NF_ERR_UNSUPPORTED_SHAPE with the reason;
- * NF_ERR_CUDNN is kept for real failures.
+ * decided by the API layer (src/api.c) before the device is touched.  A
+ * plan cuDNN declines with a NOT_SUPPORTED* status is
+ * NF_ERR_UNSUPPORTED_SHAPE with the reason; NF_ERR_CUDNN is kept for real
+ * failures.
  * Plans are cached per shape and alignment in a small table the context owns
  * (nf_ctx_cache), released with it before its cuDNN handle.
  * Workspace: cuDNN's in slot A; fp32 scale/bias/dscale/dbias and scratch

@@ -754,19 +754,17 @@ constexpr int kAlign = 16, kLdMultiple = 8, kDimMultiple = 8;
 nf_status check_args(const char *fn, nf_context *ctx, const nf_prenorm_gemm_fwd_args *a,
                      const nf_bf16 *B, int64_t ldb, const char *bname, const char *ldbname)
 {
-    if (!ctx) /* this entry is reached without the API layer's checks (probe, tools) */
-        return nf_fail(NF_ERR_NULL_ARGUMENT, fn, "ctx is NULL");
-    if (nf_ctx_arch(ctx) != 90)
-        return nf_fail(NF_ERR_UNSUPPORTED_DEVICE, fn, "needs an sm_90 (Hopper) device, this one is sm_%d",
-                       nf_ctx_arch(ctx));
+    /* This entry is reached without the API layer's checks (the probe, the
+     * tools), so it makes its own, in the API's order: the arguments, then
+     * the device (a bad call fails the same way with or without a GPU). */
     if (a->M < 1 || a->M > kMaxDim32)
         return nf_fail(NF_ERR_BAD_SIZE, fn, "M is %lld, must be in 1..%d", (long long)a->M, kMaxDim32);
-    if (a->K < kDimMultiple || a->K % kDimMultiple)
-        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, fn, "K is %lld, must be a positive multiple of %d",
-                       (long long)a->K, kDimMultiple);
-    if (a->N < kDimMultiple || a->N % kDimMultiple)
-        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, fn, "N is %lld, must be a positive multiple of %d",
-                       (long long)a->N, kDimMultiple);
+    if (a->K < kDimMultiple || a->K % kDimMultiple || a->K > kMaxDim32)
+        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, fn, "K is %lld, must be a positive multiple of %d, at most %d",
+                       (long long)a->K, kDimMultiple, kMaxDim32);
+    if (a->N < kDimMultiple || a->N % kDimMultiple || a->N > kMaxDim32)
+        return nf_fail(NF_ERR_UNSUPPORTED_SHAPE, fn, "N is %lld, must be a positive multiple of %d, at most %d",
+                       (long long)a->N, kDimMultiple, kMaxDim32);
     if (!a->A || !B || !a->Y)
         return nf_fail(NF_ERR_NULL_ARGUMENT, fn, "%s is NULL", !a->A ? "A" : !B ? bname : "Y");
     if (a->g && !a->Wg)
@@ -789,7 +787,13 @@ nf_status check_args(const char *fn, nf_context *ctx, const nf_prenorm_gemm_fwd_
         return nf_fail(NF_ERR_MISALIGNED, fn, "Y (%p) is not %d-byte aligned", (const void *)a->Y, kAlign);
     if ((uintptr_t)a->rstd % sizeof(float))
         return nf_fail(NF_ERR_MISALIGNED, fn, "rstd (%p) is not 4-byte aligned", (const void *)a->rstd);
-    return nf_check_eps(fn, a->eps, "eps");
+    NF_TRY(nf_check_eps(fn, a->eps, "eps"));
+    if (!ctx)
+        return nf_fail(NF_ERR_NULL_ARGUMENT, fn, "ctx is NULL");
+    if (nf_ctx_arch(ctx) != 90)
+        return nf_fail(NF_ERR_UNSUPPORTED_DEVICE, fn, "needs an sm_90 (Hopper) device, this one is sm_%d",
+                       nf_ctx_arch(ctx));
+    return NF_OK;
 }
 
 /* The launch configuration of variant C for an M x N output: the kernel's

@@ -404,13 +404,23 @@ Test(api_validation, outputs_may_not_overlap)
 
 /* The fused kernels' own entries (fused/fused.h) are reached without the API
  * layer, by the probe and the tools: a NULL context or args is an error
- * naming it there too, not a crash. */
+ * naming it there too, not a crash, and their own argument checks run before
+ * the context's. */
 Test(api_validation, fused_entries_refuse_a_null_ctx_or_args)
 {
     nf_prenorm_gemm_fwd_args a = prenorm_fwd();
     expect(nf_fused_prenorm_gemm_fwd(NULL, &a), NF_ERR_NULL_ARGUMENT, "ctx");
     expect(nf_fused_prenorm_gemm_fwd(NULL, NULL), NF_ERR_NULL_ARGUMENT, "args");
     expect(nf_fused_prenorm_gemm_fwd_variant(NULL, &a, NF_PRENORM_COOP_N128), NF_ERR_NULL_ARGUMENT, "ctx");
+    /* their argument checks come first, as the API's do: the same answer with or without a GPU */
+    a.K = 12;
+    expect(nf_fused_prenorm_gemm_fwd(NULL, &a), NF_ERR_UNSUPPORTED_SHAPE, "K is 12");
+    a = prenorm_fwd();
+    a.N = (int64_t)1 << 31;
+    expect(nf_fused_prenorm_gemm_fwd(NULL, &a), NF_ERR_UNSUPPORTED_SHAPE, "N is 2147483648");
+    a = prenorm_fwd();
+    a.eps = 0.0f;
+    expect(nf_fused_prenorm_gemm_fwd(NULL, &a), NF_ERR_BAD_EPS, "eps is 0");
     unsigned grid;
     int resident;
     expect(nf_prenorm_variant_grid(NULL, 1024, 256, 256, NF_PRENORM_AUTO, &grid, &resident), NF_ERR_NULL_ARGUMENT,

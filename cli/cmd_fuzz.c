@@ -145,37 +145,30 @@ int nf_cmd_fuzz(int argc, char **argv)
     memset(&scratch, 0, sizeof scratch);
     if (o.shape && nf_case_apply_shape(&scratch, o.shape) != 0)
         return 2;
-    /* ... and its values against each op the run draws (--impl's op, else the
-     * --op list, else every op): a row too long for the op is a mistake with
-     * or without a GPU, not a skip or an ERROR on every case */
-    const nf_op impl_op = o.impl ? nf_registry_find(o.impl)->op : NF_OP_COUNT;
-    for (int k = 0; o.shape && k < (o.impl ? 1 : o.cfg.nops > 0 ? o.cfg.nops : NF_OP_COUNT); ++k) {
-        const nf_op op = o.impl ? impl_op : o.cfg.nops > 0 ? o.cfg.ops[k] : (nf_op)k;
-        char err[256];
-        if (nf_fuzz_shape_fits(op, o.shape, err, sizeof err) != 0) {
-            fprintf(stderr, "normfuse fuzz: --shape: '%s' does not fit op %s: %s\n", o.shape, nf_op_name(op), err);
-            return 2;
-        }
+    /* ... and against each op the run draws (--impl's op, else the --op list,
+     * else every op), one of whose cases (separate K/V: Sk counts) stands for
+     * the op: every key a dimension of at least one of them (one no op has
+     * would be dropped from every case), every value within the limits of
+     * each (a row too long for the op is a mistake with or without a GPU, not
+     * a skip or an ERROR on every case) */
+    nf_case drawn[NF_OP_COUNT];
+    const int ndrawn = o.impl ? 1 : o.cfg.nops > 0 ? o.cfg.nops : NF_OP_COUNT;
+    for (int k = 0; k < ndrawn; ++k)
+        drawn[k] = (nf_case){.op = o.impl ? nf_registry_find(o.impl)->op : o.cfg.nops > 0 ? o.cfg.ops[k] : (nf_op)k,
+                             .separate_kv = 1};
+    char key[16];
+    const char *why = o.shape ? nf_cases_shape_unused(drawn, ndrawn, o.shape, key, sizeof key) : NULL;
+    if (why) {
+        fprintf(stderr, "normfuse fuzz: --shape: %s is not a dimension of any op the run draws: %s\n", key, why);
+        return 2;
     }
-    /* ... and each key a dimension of at least one of those ops (one no op
-     * has would be dropped from every case; Sk counts for attention, whose
-     * separate-K/V cases take it) */
-    for (const char *item = o.shape; item && *item;) {
-        const size_t len = strcspn(item, ","), klen = strcspn(item, "=,");
-        char key[16];
-        snprintf(key, sizeof key, "%.*s", (int)klen, item);
-        const char *why = NULL;
-        int used = klen == 0;
-        for (int k = 0; !used && k < (o.impl ? 1 : o.cfg.nops > 0 ? o.cfg.nops : NF_OP_COUNT); ++k) {
-            nf_case c = {.op = o.impl ? impl_op : o.cfg.nops > 0 ? o.cfg.ops[k] : (nf_op)k, .separate_kv = 1};
-            why = nf_case_unused(&c, key);
-            used = why == NULL;
-        }
-        if (!used) {
-            fprintf(stderr, "normfuse fuzz: --shape: %s is not a dimension of any op the run draws: %s\n", key, why);
+    for (int k = 0; o.shape && k < ndrawn; ++k) {
+        char err[256];
+        if (nf_fuzz_shape_fits(drawn[k].op, o.shape, err, sizeof err) != 0) {
+            fprintf(stderr, "normfuse fuzz: --shape: '%s' does not fit op %s: %s\n", o.shape,
+                    nf_op_name(drawn[k].op), err);
             return 2;
         }
-        item += len + (item[len] == ',');
     }
     if (explain)
         return explain_element(&o, explain);

@@ -222,15 +222,22 @@ void nf_case_settings_used(nf_case *c)
         c->Sk = 0;
 }
 
-const char *nf_case_shape_unused(const nf_case *c, const char *spec, char *key, size_t keylen)
+const char *nf_cases_shape_unused(const nf_case *cs, int ncases, const char *spec, char *key, size_t keylen)
 {
     for (const char *item = spec; item && *item;) {
         const size_t len = strcspn(item, ","), klen = strcspn(item, "=,");
         snprintf(key, keylen, "%.*s", (int)klen, item);
-        const char *why = klen ? nf_case_unused(c, key) : NULL;
+        const char *why = NULL;
+        for (int k = 0; klen && k < ncases && (k == 0 || why); ++k)
+            why = nf_case_unused(&cs[k], key);
         if (why)
             return why;
         item += len + (item[len] == ',');
     }
     return NULL;
+}
+
+const char *nf_case_shape_unused(const nf_case *c, const char *spec, char *key, size_t keylen)
+{
+    return nf_cases_shape_unused(c, 1, spec, key, keylen);
 }

@@ -123,6 +123,9 @@ void nf_case_settings_used(nf_case *c);
 /* Why case c refuses a key of the --shape spec (nf_case_unused), with the
  * key in key[keylen]; NULL when it takes every key (empty items skipped). */
 const char *nf_case_shape_unused(const nf_case *c, const char *spec, char *key, size_t keylen);
+/* The same over cases cs[0..ncases): why every one of them refuses a key
+ * (the last one's reason), NULL when each key is taken by at least one. */
+const char *nf_cases_shape_unused(const nf_case *cs, int ncases, const char *spec, char *key, size_t keylen);
 
 #ifdef __cplusplus
 }

@@ -36,9 +36,10 @@
  *   db_ln = sum_t ddQn + gamma_Tq(u_f) sum |dQn|
  *   dg_rms = sum_t |dY| dxh2 + gamma_Tq(u_f) sum |dY xh2|
  * Each bf16 rounding of an intermediate above (Qn, P, O, Xr, dO, dS, dQn) is
- * written u_b |v|; the code adds eta_b to each (budget_common.h), the whole
- * error where v is a bf16 subnormal: Q of subnormals under an eps that
- * dominates its variance gives a subnormal Qn, whose rounding reaches dK.
+ * written u_b |v|; the code takes nf_round_b(v) = u_b |v| + eta_b for each
+ * (budget_common.h), eta_b the whole error where v is a bf16 subnormal: Q of
+ * subnormals under an eps that dominates its variance gives a subnormal Qn,
+ * whose rounding reaches dK.
  * fp32 underflow (eta_f = 2^-150 on a product that is an fp32 subnormal) is
  * left out: a sum of fewer than 2^16 such terms is off by under 2^-134, inside
  * the eta_b of the bf16 rounding that follows it, or the ulp_b(y*) the judge
@@ -122,7 +123,7 @@ static void tok_fwd_bound(const nf_attn_view *v, const double *Qn, const double 
             for (int64_t j = 0; j < nk; ++j) l += (P[j] = exp(S[j] - m));
             for (int64_t j = 0; j < nk; ++j) spds += (P[j] /= l) * dS[j];
             const double c = softmax_c(nk);
-            for (int64_t j = 0; j < nk; ++j) dP[j] = P[j] * (dS[j] + spds + c) + NF_U_B * P[j] + NF_ETA_B;
+            for (int64_t j = 0; j < nk; ++j) dP[j] = P[j] * (dS[j] + spds + c) + nf_round_b(P[j]);
             s->sPdS[h] = spds;
             s->lse[h] = nk ? m + log(l) : -INFINITY;
             s->dlse[h] = nk ? spds + c + NF_U_F * fabs(s->lse[h]) : 0.0;
@@ -130,8 +131,7 @@ static void tok_fwd_bound(const nf_attn_view *v, const double *Qn, const double 
             for (int64_t j = 0; j < nk; ++j) {
                 double da;
                 P[j] = nf_act_eval(v->act, S[j], &da);
-                dP[j] = fabs(da) * dS[j] + NF_ACT_ULPS * NF_U_F * (fabs(P[j]) + fabs(S[j])) + NF_U_B * fabs(P[j]) +
-                        NF_ETA_B;
+                dP[j] = fabs(da) * dS[j] + NF_ACT_ULPS * NF_U_F * (fabs(P[j]) + fabs(S[j])) + nf_round_b(P[j]);
             }
         }
         const double cacc = nf_gamma((double)nk, NF_ACC_U) + ONLINE_RESCALE_ULPS * NF_U_F;
@@ -149,7 +149,7 @@ static void tok_fwd_bound(const nf_attn_view *v, const double *Qn, const double 
     /* Xr = O + Qn; RMSNorm of Xr */
     for (int64_t e = 0; e < HD; ++e) {
         s->Xr[e] = s->O[e] + qn[e];
-        s->dXr[e] = s->dO[e] + NF_U_B * fabs(s->O[e]) + NF_ETA_B + dqn[e] + NF_U_F * fabs(s->Xr[e]);
+        s->dXr[e] = s->dO[e] + nf_round_b(s->O[e]) + dqn[e] + NF_U_F * fabs(s->Xr[e]);
     }
     nf_row_bound r2;
     nf_bnd_norm_row(NF_NORM_RMS, HD, s->Xr, v->eps_rms, s->xh2, s->dxh2, &r2);
@@ -186,7 +186,7 @@ static void qn_bound(const nf_attn_view *v, const float *mean, const float *rstd
                 const double x = xh[t * HD + e];
                 Qn[t * HD + e] = x * g + bb;
                 dQn[t * HD + e] = fabs(g) * dxh[t * HD + e] + 2.0 * NF_U_F * (fabs(x * g) + fabs(bb)) +
-                                  NF_U_B * fabs(Qn[t * HD + e]) + NF_ETA_B;
+                                  nf_round_b(Qn[t * HD + e]);
             }
         }
         free(q);
@@ -286,7 +286,7 @@ static int saved_inputs_bound(const nf_attn_view *v, const nf_attention_bwd_args
     const double rho = fabs(rg / s->rstd2 - 1.0);
     for (int64_t e = 0; e < HD; ++e) {
         bO[e] = fabs(nf_ld(a->O, a->ldo, t, e) - s->O[e]);
-        const double dxr = bO[e] + dqn[e] + NF_U_B * fabs(s->Xr[e]) + NF_ETA_B;
+        const double dxr = bO[e] + dqn[e] + nf_round_b(s->Xr[e]);
         dxh2[e] = rg * dxr + fabs(s->xh2[e]) * rho + 2.0 * NF_U_F * fabs(s->xh2[e]) * (1.0 + rho);
     }
     *rel2 = rho;
@@ -341,7 +341,7 @@ int nf_budget_attention_bwd(const nf_attention_bwd_args *a, const nf_oracle_opts
             tok_fwd_bound(&v, Qn, dQn, t, &s);
             for (int64_t e = 0; e < HD; ++e) {
                 O[t * HD + e] = s.O[e];
-                bO[t * HD + e] = s.dO[e] + NF_U_B * fabs(s.O[e]) + NF_ETA_B;
+                bO[t * HD + e] = s.dO[e] + nf_round_b(s.O[e]);
                 xh2[t * HD + e] = s.xh2[e];
                 dxh2[t * HD + e] = s.dxh2[e];
                 t2[e] = nf_ld(a->dY, a->lddy, t, e) * nf_ld_opt(v.g_rms, e, 1.0);
@@ -353,7 +353,7 @@ int nf_budget_attention_bwd(const nf_attention_bwd_args *a, const nf_oracle_opts
                 for (int64_t e = 0; e < H; ++e) lse_off[t * H + e] = NAN;
             nf_bnd_norm_bwd_row(NF_NORM_RMS, HD, t2, dt2, s.xh2, dxh2 + t * HD, s.rstd2, rel2,
                                 gX + t * HD, bgX + t * HD);
-            for (int64_t e = 0; e < HD; ++e) bgX[t * HD + e] += NF_U_B * fabs(gX[t * HD + e]) + NF_ETA_B;
+            for (int64_t e = 0; e < HD; ++e) bgX[t * HD + e] += nf_round_b(gX[t * HD + e]);
             for (int64_t h = 0; h < H; ++h) {
                 double dl = 0, b = 0, m = 0;
                 for (int64_t d = 0; d < D; ++d) {
@@ -405,19 +405,19 @@ int nf_budget_attention_bwd(const nf_attention_bwd_args *a, const nf_oracle_opts
                         const double dl = lse_off && !isnan(lse_off[t * H + h])
                                               ? lse_off[t * H + h] + (NF_EXP_ULPS + 2.0) * NF_U_F
                                               : spds[t * H + h] + csm;
-                        bP = P * (dS + dl) + NF_U_B * P + NF_ETA_B;
+                        bP = P * (dS + dl) + nf_round_b(P);
                         const double c = dP - Dl[t * H + h];
                         g = P * c;                                    /* dS = P (dP - Dl) */
                         bg = bP * fabs(c) + P * (bdP + bDl[t * H + h]);
                     } else {
                         double da;
                         P = nf_act_eval(v.act, S, &da);
-                        bP = fabs(da) * dS + NF_ACT_ULPS * NF_U_F * (fabs(P) + fabs(S)) + NF_U_B * fabs(P) + NF_ETA_B;
+                        bP = fabs(da) * dS + NF_ACT_ULPS * NF_U_F * (fabs(P) + fabs(S)) + nf_round_b(P);
                         g = dP * da;                                  /* dS = dP act'(S) */
                         bg = bdP * fabs(da) + fabs(dP) * NF_ACT_D2_MAX * dS +
                              NF_ACT_ULPS * NF_U_F * fabs(dP) * (1.0 + fabs(S));
                     }
-                    bg += (NF_U_F + NF_U_B) * fabs(g) + NF_ETA_B;
+                    bg += NF_U_F * fabs(g) + nf_round_b(g);
                     for (int64_t d = 0; d < D; ++d) {
                         const double kd = nf_bf16_to_double(kj[d]);
                         at[d] += v.scale * g * kd;
@@ -443,7 +443,7 @@ int nf_budget_attention_bwd(const nf_attention_bwd_args *a, const nf_oracle_opts
                 const int64_t q = t * HD + e;
                 const double dqn = gX[q] + att[q];                    /* dQn = dXr + s dS K */
                 att[q] = dqn;
-                batt[q] = bgX[q] + batt[q] + (NF_U_F + NF_U_B) * fabs(dqn) + NF_ETA_B;
+                batt[q] = bgX[q] + batt[q] + NF_U_F * fabs(dqn) + nf_round_b(dqn);
                 const double g = nf_ld_opt(v.g_ln, e, 1.0);
                 t1[e] = dqn * g;
                 dt1[e] = fabs(g) * batt[q] + NF_U_F * fabs(t1[e]);

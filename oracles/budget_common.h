@@ -93,6 +93,9 @@ void nf_bnd_norm_bwd_row(nf_norm_kind kind, int64_t n, const double *t, const do
                          const double *xh, const double *dxh, double rstd, double rel_rstd,
                          double *dx, double *ddx);
 
+/* The error of rounding v to bf16, subnormals included: u_b |v| + eta_b. */
+static inline double nf_round_b(double v) { return NF_U_B * fabs(v) + NF_ETA_B; }
+
 /* allowed = ulp_b(want) + C bound (bf16 outputs), ulp_f for fp32 ones */
 static inline double nf_allow_b(double want, double bound)
 {

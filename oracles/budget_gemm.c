@@ -231,7 +231,7 @@ int nf_budget_postnorm_gemm_fwd(const nf_postnorm_gemm_fwd_args *a, const nf_ora
                 const double c = nf_ld_opt(a->c, j, 0.0), R = a->R ? nf_ld(a->R, a->ldr, i, j) : 0.0;
                 hi[j] += c + R;                                        /* h = X W + c + R */
                 Gi[j] += fabs(c) + fabs(R);
-                dh[j] = cacc * Gi[j] + NF_U_B * fabs(hi[j]) + NF_ETA_B;
+                dh[j] = cacc * Gi[j] + nf_round_b(hi[j]);
             }
             nf_row_bound s;
             nf_bnd_norm_row(a->kind, N, hi, (double)a->eps, xh, dxh, &s);
@@ -346,7 +346,7 @@ int nf_budget_postnorm_gemm_bwd(const nf_postnorm_gemm_bwd_args *a, const nf_ora
             for (int64_t i = 0; i < M; ++i) {
                 const double dy = fabs(nf_ld(a->dY, a->lddy, i, j));
                 const int64_t q = i * N + j;
-                bc += ddh[q] + NF_U_B * fabs(dh[q]) + NF_ETA_B;
+                bc += ddh[q] + nf_round_b(dh[q]);
                 sc += fabs(dh[q]);
                 bg += dy * dxh[q];
                 sg += dy * fabs(xh[q]);

@@ -74,20 +74,16 @@ static float ldbf(const nf_tensor *t, int64_t i, int64_t j)
     return nf_bf16_to_float(((const nf_bf16 *)t->host)[i * t->ld + j]);
 }
 
-/* rstd and Y of row i by the kernel's arithmetic (file comment), Wg K x N dense. */
-static void model_row(const nf_case_data *d, const float *Wg, int64_t i, gemm_order order, float *acc)
+/* rstd and Y of one row a[K] by the kernel's arithmetic (file comment), Wg K x N dense. */
+static void model_row(const float *a, int64_t K, int64_t N, const float *Wg, float eps, gemm_order order,
+                      float *acc, float *rstd_out, nf_bf16 *y)
 {
-    const nf_tensor *A = nf_case_tensor((nf_case_data *)d, "A");
-    nf_tensor *Y = nf_case_tensor((nf_case_data *)d, "Y"), *R = nf_case_tensor((nf_case_data *)d, "rstd");
-    const int64_t K = d->c.K, N = d->c.N;
     float half[2] = {0.0f, 0.0f};
-    for (int64_t k = 0; k < K; ++k) {
-        const float a = ldbf(A, i, k);
-        half[(k / 8) % 2] = fmaf(a, a, half[(k / 8) % 2]);
-    }
+    for (int64_t k = 0; k < K; ++k)
+        half[(k / 8) % 2] = fmaf(a[k], a[k], half[(k / 8) % 2]);
     const float ss = half[0] + half[1];
-    const float rstd = 1.0f / sqrtf(ss / (float)K + nf_case_eps(&d->c));
-    ((float *)R->host)[i * R->ld] = rstd;
+    const float rstd = 1.0f / sqrtf(ss / (float)K + eps);
+    *rstd_out = rstd;
     for (int64_t j = 0; j < N; ++j)
         acc[j] = 0.0f;
     for (int64_t k0 = 0; k0 < K; k0 += 16) {
@@ -95,16 +91,15 @@ static void model_row(const nf_case_data *d, const float *Wg, int64_t i, gemm_or
         for (int64_t j = 0; j < N; ++j) {
             if (order == ORDER_FMA) {
                 for (int64_t k = k0; k < k1; ++k)
-                    acc[j] = fmaf(ldbf(A, i, k), Wg[k * N + j], acc[j]);
+                    acc[j] = fmaf(a[k], Wg[k * N + j], acc[j]);
             } else {
                 double block = 0.0; /* 16 exact products: a double holds their sum to 2^-53 */
                 for (int64_t k = k0; k < k1; ++k)
-                    block += (double)ldbf(A, i, k) * (double)Wg[k * N + j];
+                    block += (double)a[k] * (double)Wg[k * N + j];
                 acc[j] += (float)block;
             }
         }
     }
-    nf_bf16 *y = (nf_bf16 *)Y->host + i * Y->ld;
     for (int64_t j = 0; j < N; ++j)
         y[j] = nf_float_to_bf16(isinf(ss) ? NAN : acc[j] * rstd);
 }
@@ -113,19 +108,28 @@ static void model_row(const nf_case_data *d, const float *Wg, int64_t i, gemm_or
 static void model_outputs(nf_case_data *d, gemm_order order)
 {
     const int64_t K = d->c.K, N = d->c.N;
-    const nf_tensor *W = nf_case_tensor(d, "W"), *g = d->c.has_g ? nf_case_tensor(d, "g") : NULL;
+    const nf_tensor *A = nf_case_tensor(d, "A"), *W = nf_case_tensor(d, "W");
+    const nf_tensor *g = d->c.has_g ? nf_case_tensor(d, "g") : NULL;
+    nf_tensor *Y = nf_case_tensor(d, "Y"), *R = nf_case_tensor(d, "rstd");
     float *Wg = malloc((size_t)(K * N) * sizeof *Wg), *acc = malloc((size_t)N * sizeof *acc);
-    cr_assert(Wg && acc);
+    float *a = malloc((size_t)K * sizeof *a);
+    cr_assert(Wg && acc && a);
     for (int64_t k = 0; k < K; ++k)
         for (int64_t j = 0; j < N; ++j) { /* the product of two bf16 is exact in fp32: one rounding */
             const float w = ldbf(W, k, j);
             Wg[k * N + j] = g ? nf_bf16_to_float(nf_float_to_bf16(ldbf(g, 0, k) * w)) : w;
         }
     const int64_t n = d->rows ? d->nrows : d->c.M;
-    for (int64_t r = 0; r < n; ++r)
-        model_row(d, Wg, d->rows ? d->rows[r] : r, order, acc);
+    for (int64_t r = 0; r < n; ++r) {
+        const int64_t i = d->rows ? d->rows[r] : r;
+        for (int64_t k = 0; k < K; ++k)
+            a[k] = ldbf(A, i, k);
+        model_row(a, K, N, Wg, nf_case_eps(&d->c), order, acc, (float *)R->host + i * R->ld,
+                  (nf_bf16 *)Y->host + i * Y->ld);
+    }
     free(Wg);
     free(acc);
+    free(a);
 }
 
 Test(model, the_budget_covers_the_fused_prenorm_over_the_fuzzers_cases)
